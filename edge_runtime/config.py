@@ -1,0 +1,350 @@
+"""One typed configuration object.
+
+Precedence: built-in defaults (the embedded set-up) < TOML file < environment
+(``EDGE_RUNTIME_<SECTION>__<KEY>``) < CLI overrides (``--set section.key=value``).
+Unknown keys and bad values fail at load with a message that names the key.
+"""
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import ipaddress
+import json
+import os
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+ENV_PREFIX = "EDGE_RUNTIME_"
+
+
+def _default_home() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "edge-runtime")
+
+
+@dataclass(frozen=True)
+class PathsConfig:
+    home: str = ""                     # models and caches live here; "" = $XDG_CACHE_HOME/edge-runtime
+
+    def resolved_home(self) -> Path:
+        return Path(self.home or _default_home()).expanduser()
+
+    @property
+    def models_dir(self) -> Path:
+        return self.resolved_home() / "models"
+
+    @property
+    def answers_dir(self) -> Path:
+        return self.resolved_home() / "answers"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    token: str = ""                    # required when host is not loopback
+    max_body_bytes: int = 1_000_000
+    max_concurrent_requests: int = 32
+
+    def is_loopback(self) -> bool:
+        if self.host in ("localhost",):
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+
+@dataclass(frozen=True)
+class NluConfig:
+    intents_file: str = ""             # "" = the built-in everyday intent set
+    oos_threshold: float = 0.45        # below this confidence the request is out of scope
+    max_text_chars: int = 2000         # longer requests are rejected with a clear error
+    lists: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {
+        "area": ("kitchen", "living room", "bedroom", "bathroom", "office", "garage", "hallway"),
+        "device": ("lights", "lamp", "fan", "heater", "tv", "speaker", "thermostat"),
+    })
+
+
+@dataclass(frozen=True)
+class SkillsConfig:
+    timezone: str = ""                 # IANA name; "" = the system's local zone
+    max_timers: int = 32
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    memory_items: int = 1024
+    disk_enabled: bool = True
+    disk_dir: str = ""                 # "" = <paths.home>/answers
+    disk_size_mb: int = 256
+    redis_url: str = ""                # e.g. redis://127.0.0.1:6379/0; "" = no fleet tier
+    redis_timeout_s: float = 0.05
+    default_ttl_s: float = 7 * 24 * 3600
+    ttl_s: Mapping[str, float] = field(default_factory=dict)   # per-intent TTL override
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    model: str = "smollm2-135m-instruct"
+    model_dir: str = ""                # "" = <paths.home>/models/<model>/onnx
+    providers: tuple[str, ...] = ("tensorrt", "cuda", "cpu")
+    threads: int = 2
+    max_new_tokens: int = 64           # spoken answers are short
+    temperature: float = 0.3
+    top_p: float = 0.9
+    top_k: int = 40
+    repetition_penalty: float = 1.15
+    seed: int = 0
+    stop_at_sentence: int = 3          # stop after this many sentences (0 = off)
+    context_tokens: int = 2048
+    system_prompt: str = ("You are a helpful voice assistant. Answer in one to three short, "
+                          "plain sentences that sound natural when spoken aloud.")
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    budget_ms: float = 150.0
+    intent_budgets_ms: Mapping[str, float] = field(default_factory=dict)
+    calibrate_at_start: bool = True
+    ewma_alpha: float = 0.2            # weight of each new observation in the prefill-rate estimate
+
+
+@dataclass(frozen=True)
+class CloudConfig:
+    enabled: bool = True
+    endpoint: str = "tcp://127.0.0.1:5555"
+    deadline_ms: float = 8000.0        # whole answer
+    first_token_timeout_ms: float = 2000.0
+    connect_timeout_ms: float = 500.0
+    server_public_key: str = ""        # Z85 CURVE key of the gateway; required off loopback
+    client_secret_key_file: str = ""   # file written by `edge-runtime keys generate`
+    allow_insecure: bool = False       # allow a non-loopback endpoint without CURVE (not advised)
+    health_interval_s: float = 2.0
+
+
+@dataclass(frozen=True)
+class DeviceConfig:
+    profile: str = "x86-cpu"
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    level: str = "INFO"
+
+
+@dataclass(frozen=True)
+class Config:
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
+    nlu: NluConfig = field(default_factory=NluConfig)
+    skills: SkillsConfig = field(default_factory=SkillsConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    llm: LlmConfig = field(default_factory=LlmConfig)
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    cloud: CloudConfig = field(default_factory=CloudConfig)
+    device: DeviceConfig = field(default_factory=DeviceConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+    def with_overrides(self, **sections: Mapping[str, Any]) -> "Config":
+        """Return a validated copy with ``section={key: value}`` overrides applied."""
+        return load_config(overrides=sections, base=self, env={})
+
+    def validate(self) -> None:
+        _check(self.server.port > 0 and self.server.port < 65536, "server.port", "must be 1..65535")
+        _check(self.server.is_loopback() or bool(self.server.token), "server.token",
+               f"is required when server.host={self.server.host!r} is not loopback")
+        _check(0.0 <= self.nlu.oos_threshold <= 1.0, "nlu.oos_threshold", "must be within 0..1")
+        _check(self.nlu.max_text_chars > 0, "nlu.max_text_chars", "must be positive")
+        _check(self.cache.memory_items >= 0, "cache.memory_items", "must be >= 0")
+        _check(self.llm.max_new_tokens > 0, "llm.max_new_tokens", "must be positive")
+        _check(self.llm.temperature >= 0, "llm.temperature", "must be >= 0")
+        _check(0 < self.llm.top_p <= 1, "llm.top_p", "must be within (0, 1]")
+        _check(self.llm.repetition_penalty >= 1.0, "llm.repetition_penalty", "must be >= 1.0")
+        _check(self.llm.threads > 0, "llm.threads", "must be positive")
+        bad = [p for p in self.llm.providers if p not in ("tensorrt", "cuda", "cpu")]
+        _check(not bad, "llm.providers", f"unknown provider(s) {bad}; use tensorrt, cuda, cpu")
+        _check(self.scheduler.budget_ms > 0, "scheduler.budget_ms", "must be positive")
+        _check(0 < self.scheduler.ewma_alpha <= 1, "scheduler.ewma_alpha", "must be within (0, 1]")
+        _check(self.cloud.deadline_ms > 0, "cloud.deadline_ms", "must be positive")
+        _check(self.logging.level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR"), "logging.level",
+               "must be DEBUG, INFO, WARNING or ERROR")
+
+
+def _check(ok: bool, key: str, what: str) -> None:
+    if not ok:
+        raise ConfigError(f"config key {key} {what}", hint="fix it in the TOML file, env or --set")
+
+
+def _coerce(key: str, value: Any, typ: Any) -> Any:
+    """Convert ``value`` (from TOML, env or CLI) to ``typ`` or raise a ConfigError naming ``key``."""
+    origin = typing.get_origin(typ)
+    try:
+        if typ is bool:
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on"):
+                return True
+            if isinstance(value, str) and value.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if typ is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(value)
+        if typ is float:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if typ is str:
+            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+                raise ValueError
+            return str(value)
+        if origin is tuple:
+            (item,) = {a for a in typing.get_args(typ) if a is not Ellipsis}
+            if isinstance(value, str):
+                value = json.loads(value) if value.strip().startswith("[") else \
+                    [v.strip() for v in value.split(",") if v.strip()]
+            if not isinstance(value, (list, tuple)):
+                raise ValueError
+            return tuple(_coerce(key, v, item) for v in value)
+        if origin in (collections.abc.Mapping, dict):
+            kt, vt = typing.get_args(typ)
+            if isinstance(value, str):
+                value = json.loads(value)
+            if not isinstance(value, Mapping):
+                raise ValueError
+            return {_coerce(key, k, kt): _coerce(f"{key}.{k}", v, vt) for k, v in value.items()}
+    except ConfigError:
+        raise
+    except (ValueError, TypeError, json.JSONDecodeError):
+        pass
+    else:
+        raise ConfigError(f"config key {key} has an unsupported type", hint="report this as a bug")
+    raise ConfigError(f"config key {key} has a bad value {value!r}; expected {_type_name(typ)}",
+                      hint="fix it in the TOML file, env or --set")
+
+
+def _type_name(typ: Any) -> str:
+    return getattr(typ, "__name__", None) or str(typ).replace("typing.", "")
+
+
+def _section_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _apply(base: Config, values: Mapping[str, Mapping[str, Any]], origin: str) -> Config:
+    sections = _section_types(Config)
+    new_sections = {}
+    for sec_name, sec_values in values.items():
+        if sec_name not in sections:
+            raise ConfigError(f"unknown config section [{sec_name}] in {origin}",
+                              hint=f"known sections: {', '.join(sections)}")
+        if not isinstance(sec_values, Mapping):
+            raise ConfigError(f"config section [{sec_name}] in {origin} must be a table")
+        cls = sections[sec_name]
+        hints = _section_types(cls)
+        current = new_sections.get(sec_name, getattr(base, sec_name))
+        changes = {}
+        for key, raw in sec_values.items():
+            if key not in hints:
+                raise ConfigError(f"unknown config key {sec_name}.{key} in {origin}",
+                                  hint=f"known keys of [{sec_name}]: {', '.join(hints)}")
+            changes[key] = _coerce(f"{sec_name}.{key}", raw, hints[key])
+        new_sections[sec_name] = dataclasses.replace(current, **changes)
+    return dataclasses.replace(base, **new_sections)
+
+
+def _env_values(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for name, value in env.items():
+        if not name.startswith(ENV_PREFIX) or name == ENV_PREFIX + "CONFIG":
+            continue
+        rest = name[len(ENV_PREFIX):]
+        if "__" not in rest:
+            raise ConfigError(f"environment variable {name} is not of the form "
+                              f"{ENV_PREFIX}<SECTION>__<KEY>")
+        sec, key = rest.split("__", 1)
+        out.setdefault(sec.lower(), {})[key.lower()] = value
+    return out
+
+
+def parse_overrides(items: list[str]) -> dict[str, dict[str, str]]:
+    """Turn ``["scheduler.budget_ms=1", ...]`` into nested section values."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        if "=" not in item or "." not in item.split("=", 1)[0]:
+            raise ConfigError(f"--set {item!r} is not of the form section.key=value")
+        dotted, value = item.split("=", 1)
+        sec, key = dotted.strip().split(".", 1)
+        out.setdefault(sec, {})[key] = value
+    return out
+
+
+def load_config(path: str | os.PathLike | None = None, *, env: Mapping[str, str] | None = None,
+                overrides: Mapping[str, Mapping[str, Any]] | None = None,
+                base: Config | None = None) -> Config:
+    """Load the effective configuration (defaults < file < env < overrides) and validate it."""
+    cfg = base or Config()
+    env = os.environ if env is None else env
+    path = path or env.get(ENV_PREFIX + "CONFIG") or None
+    if path:
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {p} does not exist", hint="pass an existing --config") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
+        cfg = _apply(cfg, data, str(p))
+    cfg = _apply(cfg, _env_values(env), "environment")
+    if overrides:
+        cfg = _apply(cfg, overrides, "command-line overrides")
+    cfg.validate()
+    return cfg
+
+
+def config_to_dict(cfg: Config) -> dict[str, Any]:
+    def conv(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {k: conv(x) for k, x in v.items()}
+        if isinstance(v, tuple):
+            return [conv(x) for x in v]
+        return v
+    return {f.name: {k: conv(v) for k, v in dataclasses.asdict(getattr(cfg, f.name)).items()}
+            for f in dataclasses.fields(cfg)}
+
+
+def config_to_toml(cfg: Config) -> str:
+    """Render the effective config as TOML (what `edge-runtime config show` prints)."""
+    lines: list[str] = []
+    for sec, values in config_to_dict(cfg).items():
+        lines.append(f"[{sec}]")
+        tables = []
+        for k, v in values.items():
+            if isinstance(v, dict):
+                tables.append((k, v))
+            else:
+                lines.append(f"{k} = {_toml_value(v)}")
+        for k, v in tables:
+            inner = ", ".join(f"{json.dumps(str(kk))} = {_toml_value(vv)}" for kk, vv in v.items())
+            lines.append(f"{k} = {{ {inner} }}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(v)

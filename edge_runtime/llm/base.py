@@ -1,0 +1,26 @@
+"""Local LLM: a synchronous streaming engine on onnxruntime."""
+from __future__ import annotations
+
+from typing import Iterator, Protocol, Sequence
+
+from ..types import CancelToken, GenerationParams, Message
+
+
+class LlmEngine(Protocol):
+    model_name: str
+
+    @property
+    def device(self) -> str:
+        """"tensorrt", "cuda" or "cpu": the provider actually running the model."""
+
+    @property
+    def providers(self) -> list[str]:
+        """The onnxruntime providers in use, as the session reports them."""
+
+    def prompt_tokens(self, messages: Sequence[Message]) -> int:
+        """Number of tokens the chat-templated prompt takes (for the scheduler)."""
+
+    def generate(self, messages: Sequence[Message], params: GenerationParams,
+                 cancel: CancelToken | None = None) -> Iterator[str]:
+        """Yield text pieces as they are decoded; stops on end of turn, sentence cap,
+        token cap or ``cancel`` (checked once per token). Runs in the caller's thread."""
