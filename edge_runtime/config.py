@@ -30,6 +30,7 @@ def _default_home() -> str:
 @dataclass(frozen=True)
 class PathsConfig:
     home: str = ""                     # models and caches live here; "" = $XDG_CACHE_HOME/edge-runtime
+    manifest: str = ""                 # model manifest; "" = the one shipped in models/manifest.toml
 
     def resolved_home(self) -> Path:
         return Path(self.home or _default_home()).expanduser()

@@ -1,0 +1,3 @@
+from .scheduler import Decision, Scheduler, TtftPredictor
+
+__all__ = ["Decision", "Scheduler", "TtftPredictor"]

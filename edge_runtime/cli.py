@@ -1,0 +1,262 @@
+"""`edge-runtime`: serve | ask | chat | models | nlu | config | doctor.
+
+Every command takes ``--config FILE`` and ``--set section.key=value`` (repeatable); the
+effective config is defaults < TOML file < EDGE_RUNTIME_* env < --set < named flags.
+Errors print one line to stderr and exit non-zero (2 = bad input or config).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import urllib.error
+import urllib.request
+from typing import Any, Callable
+
+from .config import Config, config_to_toml, load_config, parse_overrides
+from .errors import BadInputError, ConfigError, EdgeError
+
+log = logging.getLogger("edge_runtime")
+
+
+def _common() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--config", metavar="FILE", help="TOML config file")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   metavar="SECTION.KEY=VALUE", help="override one config key (repeatable)")
+    p.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
+    return p
+
+
+def _load(args: argparse.Namespace, extra: dict[str, dict[str, Any]] | None = None) -> Config:
+    overrides = parse_overrides(args.overrides)
+    for sec, values in (extra or {}).items():
+        overrides.setdefault(sec, {}).update({k: v for k, v in values.items() if v is not None})
+    if args.log_level:
+        overrides.setdefault("logging", {})["level"] = args.log_level
+    cfg = load_config(args.config, overrides=overrides)
+    logging.basicConfig(level=cfg.logging.level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return cfg
+
+
+# -- commands ------------------------------------------------------------------------------
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .daemon import serve
+    cfg = _load(args, {"server": {"host": args.host, "port": args.port}})
+    asyncio.run(serve(cfg))
+    return 0
+
+
+def _print_result(obj: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(obj, ensure_ascii=False))
+        return
+    t = obj["timings_ms"]
+    print(obj["answer"])
+    print(f"  [{obj['route']}/{obj['device']}] {obj['reason']} — first token "
+          f"{t['first_token']} ms, total {t['total']} ms", file=sys.stderr)
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    if args.wav or args.speak:
+        raise BadInputError("--wav/--speak need the voice stages, which this build lacks",
+                            hint="ask with TEXT")
+    if args.text is None:
+        raise BadInputError("nothing to ask", hint="edge-runtime ask 'what time is it'")
+    cfg = _load(args, {"scheduler": {"budget_ms": args.budget_ms}})
+    if args.url:
+        obj = _ask_remote(args.url, args.text, cfg.server.token)
+    else:
+        obj = asyncio.run(_ask_local(cfg, args.text))
+    _print_result(obj, args.json)
+    return 0
+
+
+async def _ask_local(cfg: Config, text: str) -> dict:
+    from .runtime import Runtime
+    rt = Runtime.build(cfg)
+    try:
+        await rt.start()
+        return (await rt.pipeline.ask(text)).to_dict()
+    finally:
+        await rt.close()
+
+
+def _ask_remote(url: str, text: str, token: str) -> dict:
+    req = urllib.request.Request(url.rstrip("/") + "/v1/ask",
+                                 data=json.dumps({"text": text}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            err = json.loads(exc.read())["error"]
+        except Exception:
+            raise EdgeError(f"daemon answered HTTP {exc.code}", stage="api") from None
+        raise EdgeError(err["message"], hint=err.get("hint"), code=err["code"],
+                        stage=err["stage"]) from None
+    except urllib.error.URLError as exc:
+        raise EdgeError(f"cannot reach the daemon at {url}: {exc.reason}", stage="api",
+                        hint="start it with `edge-runtime serve`") from None
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    return asyncio.run(_chat(cfg))
+
+
+async def _chat(cfg: Config) -> int:
+    from .runtime import Runtime
+    rt = Runtime.build(cfg)
+    await rt.start()
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            line = await loop.run_in_executor(None, _prompt)
+            if line is None or line.strip() in ("/quit", "/exit"):
+                return 0
+            if not line.strip():
+                continue
+            try:
+                _print_result((await rt.pipeline.ask(line)).to_dict(), False)
+            except EdgeError as exc:
+                print(f"error: {exc.one_line()}", file=sys.stderr)
+    finally:
+        await rt.close()
+
+
+def _prompt() -> str | None:
+    try:
+        return input("you> ")
+    except EOFError:
+        return None
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from .models.store import ModelStore
+    cfg = _load(args)
+    store = ModelStore(cfg)
+    names = [args.name] if getattr(args, "name", None) else \
+        [n for n, e in store.manifest.items() if e.default]
+    if args.action == "pull":
+        for name in names:
+            for path in store.pull(name, force=args.force):
+                print(f"{name}: {path} (sha256 verified)")
+    elif args.action == "build":
+        for name in names:
+            if store.entry(name).build:
+                print(f"{name}: built {store.build(name, force=args.force)}")
+    elif args.action == "list":
+        rows = [store.status(n) for n in (names if args.name else store.manifest)]
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        for r in rows if not args.json else []:
+            files = ", ".join(f"{k}: {v}" for k, v in r["files"].items())
+            built = {None: "no build step", True: "built", False: "not built"}[r["built"]]
+            print(f"{r['name']:<24} {r['role']:<5} {files}; {built}\n"
+                  f"{'':<24} source {r['source']}; licence {r['licence']}")
+        if not args.json and any("verified" not in r["files"].values() or r["built"] is False
+                                 for r in rows):
+            print("run `edge-runtime models pull && edge-runtime models build` to fetch and "
+                  "build what is missing", file=sys.stderr)
+    elif args.action == "check":
+        from .models.gguf2onnx import check_fidelity
+        for name in names:
+            report = check_fidelity(store.require_source(name), store.built_dir(name))
+            print(json.dumps({"model": name, **report}))
+    return 0
+
+
+def cmd_nlu(args: argparse.Namespace) -> int:
+    from .nlu import Understander
+    cfg = _load(args)
+    intent = Understander.from_config(cfg.nlu).parse(args.text)
+    print(json.dumps(intent.to_dict(), ensure_ascii=False))
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    print(config_to_toml(_load(args)), end="")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import run_doctor
+    return run_doctor(_load(args))
+
+
+# -- parser --------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    p = argparse.ArgumentParser(prog="edge-runtime", description=__doc__.splitlines()[0],
+                                parents=[common])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", parents=[common], help="run the daemon (HTTP API)")
+    s.add_argument("--host")
+    s.add_argument("--port", type=int)
+    s.set_defaults(fn=cmd_serve)
+
+    s = sub.add_parser("ask", parents=[common], help="answer one request and exit")
+    s.add_argument("text", nargs="?")
+    s.add_argument("--json", action="store_true", help="print the answer object as JSON")
+    s.add_argument("--url", help="ask a running daemon instead, e.g. http://127.0.0.1:8080")
+    s.add_argument("--budget-ms", type=float, help="latency budget for this request")
+    s.add_argument("--wav", help="(voice) a WAV file to transcribe")
+    s.add_argument("--speak", help="(voice) write the spoken answer to this WAV")
+    s.set_defaults(fn=cmd_ask)
+
+    s = sub.add_parser("chat", parents=[common], help="a conversation loop in the terminal")
+    s.add_argument("--text", action="store_true", help="keyboard input (the default here)")
+    s.set_defaults(fn=cmd_chat)
+
+    s = sub.add_parser("models", parents=[common], help="pull, build, list or check models")
+    msub = s.add_subparsers(dest="action", required=True)
+    for action, text in (("pull", "download and verify"), ("build", "build ONNX models"),
+                         ("list", "show what is present and verified"),
+                         ("check", "fidelity of the built LLM vs its GGUF")):
+        a = msub.add_parser(action, parents=[common], help=text)
+        a.add_argument("name", nargs="?")
+        if action in ("pull", "build"):
+            a.add_argument("--force", action="store_true")
+        if action == "list":
+            a.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_models)
+
+    s = sub.add_parser("nlu", parents=[common], help="show how a sentence is understood")
+    s.add_argument("text")
+    s.set_defaults(fn=cmd_nlu)
+
+    s = sub.add_parser("config", parents=[common], help="configuration")
+    csub = s.add_subparsers(dest="action", required=True)
+    csub.add_parser("show", parents=[common], help="print the effective config as TOML")
+    s.set_defaults(fn=cmd_config)
+
+    s = sub.add_parser("doctor", parents=[common], help="check models, providers, services")
+    s.set_defaults(fn=cmd_doctor)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    fn: Callable[[argparse.Namespace], int] = args.fn
+    try:
+        return fn(args)
+    except (BadInputError, ConfigError) as exc:
+        print(f"error: {exc.one_line()}", file=sys.stderr)
+        return 2
+    except EdgeError as exc:
+        print(f"error: {exc.one_line()}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

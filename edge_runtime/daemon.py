@@ -1,0 +1,142 @@
+"""`edge-runtime serve`: one process, asyncio, HTTP API on loopback by default.
+
+POST /v1/ask  {"text": "..."}   -> the answer object (DESIGN.md "Contracts")
+GET  /healthz                   -> {"status": "ok" | "degraded", ...}
+GET  /metrics                   -> Prometheus text format
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import signal
+
+from aiohttp import web
+
+from . import systemd as systemd_notify
+from .config import Config
+from .errors import BadInputError, EdgeError
+from .runtime import Runtime
+from .types import CancelToken
+
+log = logging.getLogger(__name__)
+
+RUNTIME_KEY = web.AppKey("runtime", Runtime)
+
+
+def _error(exc: EdgeError) -> web.Response:
+    return web.json_response({"error": exc.to_dict()}, status=exc.http_status)
+
+
+@web.middleware
+async def auth_and_errors(request: web.Request, handler):
+    rt = request.app[RUNTIME_KEY]
+    token = rt.cfg.server.token
+    if token and request.path != "/healthz":
+        given = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            return web.json_response({"error": {"code": "unauthorized", "message":
+                                      "missing or wrong bearer token", "stage": "api",
+                                      "hint": "send Authorization: Bearer <server.token>",
+                                      "retryable": False}}, status=401)
+    try:
+        return await handler(request)
+    except EdgeError as exc:
+        return _error(exc)
+    except web.HTTPException:
+        raise
+    except Exception:  # the daemon keeps serving; the log has the traceback
+        log.exception("unhandled error in %s", request.path)
+        return web.json_response({"error": {"code": "internal", "stage": "api", "message":
+                                  "internal error; see the daemon log", "hint": None,
+                                  "retryable": True}}, status=500)
+
+
+async def ask(request: web.Request) -> web.Response:
+    rt = request.app[RUNTIME_KEY]
+    body = await _read_body(request, rt.cfg.server.max_body_bytes)
+    try:
+        payload = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadInputError("request body is not UTF-8 JSON",
+                            hint='send {"text": "..."} as application/json') from None
+    except json.JSONDecodeError as exc:
+        raise BadInputError(f"request body is not valid JSON ({exc.msg} at {exc.pos})",
+                            hint='send {"text": "..."}') from None
+    if not isinstance(payload, dict) or "text" not in payload:
+        raise BadInputError('request body must be an object with a "text" field',
+                            hint='send {"text": "..."}')
+    cancel = CancelToken()
+    try:
+        result = await rt.pipeline.ask(payload["text"], cancel=cancel)
+    except asyncio.CancelledError:          # the client went away: stop decoding
+        cancel.cancel()
+        raise
+    return web.json_response(result.to_dict())
+
+
+async def _read_body(request: web.Request, limit: int) -> bytes:
+    if request.content_length is not None and request.content_length > limit:
+        raise BadInputError(f"request body is {request.content_length} bytes, more than "
+                            f"{limit}", hint="send less or raise server.max_body_bytes")
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise BadInputError(f"request body is more than {limit} bytes",
+                            hint="send less or raise server.max_body_bytes") from None
+
+
+async def healthz(request: web.Request) -> web.Response:
+    rt = request.app[RUNTIME_KEY]
+    rt.refresh_gauges()
+    return web.json_response(rt.health())
+
+
+async def metrics(request: web.Request) -> web.Response:
+    rt = request.app[RUNTIME_KEY]
+    rt.refresh_gauges()
+    return web.Response(body=rt.metrics.render(),
+                        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+
+def make_app(rt: Runtime) -> web.Application:
+    app = web.Application(middlewares=[auth_and_errors],
+                          client_max_size=rt.cfg.server.max_body_bytes)
+    app[RUNTIME_KEY] = rt
+    app.router.add_post("/v1/ask", ask)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+async def serve(cfg: Config) -> None:
+    """Run until SIGTERM/SIGINT; models load off the event loop before readiness."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    rt = await loop.run_in_executor(None, Runtime.build, cfg)
+    await rt.start()
+    runner = web.AppRunner(make_app(rt), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, cfg.server.host, cfg.server.port)
+    await site.start()
+    log.info("edge-runtime ready on http://%s:%d (llm: %s, cloud: %s)", cfg.server.host,
+             cfg.server.port, rt.stages.llm.device if rt.stages.llm else "unavailable",
+             rt.stages.cloud.state if rt.stages.cloud else "disabled")
+    systemd_notify.ready()
+    watchdog = systemd_notify.watchdog_interval_s()
+    try:
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=(watchdog / 2) if watchdog else 5.0)
+            except asyncio.TimeoutError:
+                pass
+            systemd_notify.watchdog_ping()
+            rt.refresh_gauges()
+    finally:
+        log.info("edge-runtime shutting down")
+        systemd_notify.stopping()
+        await runner.cleanup()
+        await rt.close()

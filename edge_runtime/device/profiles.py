@@ -1,0 +1,146 @@
+"""Device profiles: what a target machine can give the runtime.
+
+A profile names the onnxruntime provider order to try, how much memory the
+models may take, the default LLM thread count and, where known, a latency
+prior for the scheduler. ``config.device.profile`` selects one by name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from .errors import UnknownProfileError
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """A linear time-to-first-token model: ``overhead + prompt_tokens / prefill rate``.
+
+    Rates are tokens per second at nominal clocks; ``overhead_ms`` is the fixed
+    cost of one request (session run set-up, first decode step) in milliseconds.
+    ``*_gpu`` figures apply while the GPU is available, ``*_cpu`` ones after it is
+    lost (CPU execution provider on the same board).
+    """
+
+    prefill_tok_s_gpu: float
+    decode_tok_s_gpu: float
+    prefill_tok_s_cpu: float
+    decode_tok_s_cpu: float
+    overhead_ms: float = 15.0
+
+    def __post_init__(self) -> None:
+        rates = (self.prefill_tok_s_gpu, self.decode_tok_s_gpu,
+                 self.prefill_tok_s_cpu, self.decode_tok_s_cpu)
+        if min(rates) <= 0 or self.overhead_ms < 0:
+            raise ConfigError("latency model rates must be positive and overhead_ms >= 0",
+                              hint="fix the device profile definition")
+
+    def ttft_s(self, prompt_tokens: int, *, gpu: bool = True, slowdown: float = 1.0) -> float:
+        """Predicted time to first token in seconds for a prompt of ``prompt_tokens``.
+
+        ``slowdown`` (>= 1) stretches the GPU compute part (thermal throttling);
+        it does not apply to the CPU path, whose clocks this model does not track.
+        """
+        if prompt_tokens < 0:
+            raise ValueError("prompt_tokens must be >= 0")
+        rate = self.prefill_tok_s_gpu if gpu else self.prefill_tok_s_cpu
+        compute = prompt_tokens / rate + 1.0 / (self.decode_tok_s_gpu if gpu else self.decode_tok_s_cpu)
+        if gpu:
+            compute *= max(1.0, slowdown)
+        return self.overhead_ms / 1000.0 + compute
+
+    def decode_tok_s(self, *, gpu: bool = True, slowdown: float = 1.0) -> float:
+        """Predicted decode speed in tokens per second."""
+        if gpu:
+            return self.decode_tok_s_gpu / max(1.0, slowdown)
+        return self.decode_tok_s_cpu
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """What one kind of machine offers the runtime.
+
+    ``providers`` is the onnxruntime order to try (names as in ``llm.providers``);
+    ``model_memory_mb`` the budget for all loaded models together (MB);
+    ``llm_threads`` the default intra-op thread count of the LLM session;
+    ``gpu_nominal_mhz`` the GPU clock the latency figures assume (None: no GPU);
+    ``latency`` a prior for the scheduler before it calibrates (None: calibrate);
+    ``simulated`` marks a profile whose telemetry comes from a recorded trace,
+    ``trace`` names that trace (a file in ``edge_runtime/device/traces``).
+    """
+
+    name: str
+    providers: tuple[str, ...]
+    model_memory_mb: int
+    llm_threads: int
+    notes: str
+    gpu_nominal_mhz: float | None = None
+    latency: LatencyModel | None = None
+    simulated: bool = False
+    trace: str | None = None
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.gpu_nominal_mhz is not None
+
+
+# Orin Nano figures are priors, not measurements made by this project (there is
+# no Jetson here). Decode 41 tok/s is the published SmolLM2 figure (MLC INT4,
+# normal power mode); prefill and CPU rates are estimates to be replaced by the
+# scheduler's own calibration on the device.
+_ORIN_NANO_LATENCY = LatencyModel(prefill_tok_s_gpu=900.0, decode_tok_s_gpu=41.0,
+                                  prefill_tok_s_cpu=220.0, decode_tok_s_cpu=22.0,
+                                  overhead_ms=20.0)
+
+_BUILTIN: dict[str, DeviceProfile] = {p.name: p for p in (
+    DeviceProfile(
+        name="orin-nano-8gb",
+        providers=("tensorrt", "cuda", "cpu"),
+        model_memory_mb=2500,
+        llm_threads=4,
+        gpu_nominal_mhz=624.0,
+        latency=_ORIN_NANO_LATENCY,
+        notes=("Jetson Orin Nano 8 GB, JetPack 6.1/6.2 (L4T r36.4, CUDA 12.6, TensorRT 10.3, "
+               "Python 3.10). 7.6 GB unified memory shared by CPU and GPU, so the model "
+               "budget leaves room for the OS, ASR and TTS. 6 Cortex-A78AE cores: 4 LLM "
+               "threads leave 2 for audio. No DLA. GPU nominal 624 MHz (15 W mode); the "
+               "Super/MAXN_SUPER mode runs faster, which only lowers the slowdown to 1."),
+    ),
+    DeviceProfile(
+        name="x86-cpu",
+        providers=("cpu",),
+        model_memory_mb=2048,
+        llm_threads=2,
+        notes=("Any Linux x86-64 box without a GPU (development, CI). The scheduler "
+               "calibrates its latency estimate at start."),
+    ),
+    DeviceProfile(
+        name="sim-orin-nano",
+        providers=("cpu",),
+        model_memory_mb=2500,
+        llm_threads=2,
+        gpu_nominal_mhz=624.0,
+        latency=_ORIN_NANO_LATENCY,
+        simulated=True,
+        trace="sim-orin-nano.tegrastats.txt",
+        notes=("A simulated Orin Nano 8 GB on an x86 box: inference runs on the CPU "
+               "provider, while SimulatedDevice replays a synthetic tegrastats trace "
+               "(warm-up, thermal throttling, GPU loss) so scheduling decisions under "
+               "throttling and GPU loss can be tested without a Jetson."),
+    ),
+)}
+
+
+def profile_names() -> tuple[str, ...]:
+    """Names of the built-in profiles, sorted."""
+    return tuple(sorted(_BUILTIN))
+
+
+def get_profile(name: str) -> DeviceProfile:
+    """Return the built-in profile ``name`` or raise UnknownProfileError naming ``device.profile``."""
+    try:
+        return _BUILTIN[name]
+    except (KeyError, TypeError):
+        raise UnknownProfileError(
+            f"config key device.profile has unknown value {name!r}",
+            hint=f"use one of: {', '.join(profile_names())}") from None

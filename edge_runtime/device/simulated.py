@@ -1,0 +1,147 @@
+"""A simulated Jetson: replays a tegrastats trace on the injected clock.
+
+Time zero is the clock's ``monotonic()`` when the device is created; sample
+``i`` of the trace is in force from its offset until the next one. Offsets
+come from the lines' own timestamps when every line has one, else from
+``interval_s``. After the last sample the device stays in that state (or,
+with ``loop=True``, starts the trace again).
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+from importlib import resources
+from typing import Iterable
+
+from ..clock import Clock
+from .base import describe_state
+from .errors import TegrastatsParseError, TraceError
+from .profiles import DeviceProfile
+from .tegrastats import Telemetry, gpu_slowdown, parse_tegrastats
+
+log = logging.getLogger(__name__)
+
+TRACE_PACKAGE = "edge_runtime.device.traces"
+
+
+def load_trace_lines(name: str) -> list[str]:
+    """Read a trace shipped in ``edge_runtime/device/traces`` (e.g. ``sim-orin-nano.tegrastats.txt``)."""
+    try:
+        text = resources.files(TRACE_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+    except (FileNotFoundError, IsADirectoryError, ModuleNotFoundError):
+        raise TraceError(f"telemetry trace {name!r} is not in {TRACE_PACKAGE}",
+                         hint="reinstall edge-runtime; traces ship with the package") from None
+    return text.splitlines()
+
+
+def parse_trace(lines: Iterable[str], interval_s: float = 1.0) -> list[tuple[float, Telemetry]]:
+    """Parse trace lines into ``(offset seconds, sample)`` pairs, ascending.
+
+    Blank lines and lines starting with ``#`` are skipped; any other line that
+    is not tegrastats output raises TraceError naming its line number.
+    """
+    if interval_s <= 0:
+        raise TraceError("trace interval_s must be positive")
+    samples: list[Telemetry] = []
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            samples.append(parse_tegrastats(line))
+        except TegrastatsParseError as exc:
+            raise TraceError(f"trace line {number} is not tegrastats output: {exc.message}") from None
+    if not samples:
+        raise TraceError("telemetry trace has no samples", hint="give at least one tegrastats line")
+    if all(s.timestamp is not None for s in samples):
+        t0 = samples[0].timestamp
+        offsets = [(s.timestamp - t0).total_seconds() for s in samples]
+        if any(b < a for a, b in zip(offsets, offsets[1:])):
+            raise TraceError("trace timestamps go backwards", hint="sort the trace by time")
+    else:
+        offsets = [i * interval_s for i in range(len(samples))]
+    return list(zip(offsets, samples))
+
+
+class SimulatedDevice:
+    """A device whose telemetry, GPU clock and GPU presence come from a trace.
+
+    ``slowdown()`` is nominal GPU clock / clock of the newest busy sample (>= 1);
+    ``gpu_available()`` is False while the trace reports the GPU ``off``.
+    Both read the injected clock, so tests walk through phases with FakeClock.
+    """
+
+    def __init__(self, profile: DeviceProfile, trace_lines: Iterable[str], clock: Clock, *,
+                 interval_s: float = 1.0, loop: bool = False) -> None:
+        self.profile = profile
+        self._clock = clock
+        self._loop = loop
+        trace = parse_trace(trace_lines, interval_s)
+        self._offsets = [t for t, _ in trace]
+        self._samples = [s for _, s in trace]
+        self._duration_s = self._offsets[-1] + interval_s
+        self._t0 = clock.monotonic()
+        log.info("simulated device %s: %d samples over %.0f s", profile.name,
+                 len(self._samples), self._duration_s)
+
+    @classmethod
+    def from_profile(cls, profile: DeviceProfile, clock: Clock, *, loop: bool = False
+                     ) -> "SimulatedDevice":
+        """Build the device from the trace the profile names (``profile.trace``)."""
+        if not profile.trace:
+            raise TraceError(f"device profile {profile.name} has no telemetry trace",
+                             hint="use a simulated profile such as sim-orin-nano")
+        return cls(profile, load_trace_lines(profile.trace), clock, loop=loop)
+
+    @property
+    def duration_s(self) -> float:
+        """Length of the trace in seconds (last offset + one interval)."""
+        return self._duration_s
+
+    def elapsed_s(self) -> float:
+        """Seconds since the device was created, on the injected clock."""
+        return self._clock.monotonic() - self._t0
+
+    def _index(self, t: float | None) -> int:
+        t = self.elapsed_s() if t is None else t
+        if self._loop and t >= self._duration_s:
+            t %= self._duration_s
+        return max(0, bisect.bisect_right(self._offsets, t) - 1)
+
+    def telemetry_at(self, t: float) -> Telemetry:
+        """The sample in force ``t`` seconds after start (t < 0: the first sample)."""
+        return self._samples[self._index(t)]
+
+    def telemetry(self) -> Telemetry:
+        """The sample in force now."""
+        return self._samples[self._index(None)]
+
+    def slowdown(self, t: float | None = None) -> float:
+        """Factor >= 1 by which GPU latency grows at ``t`` (default: now); 1.0 without a GPU."""
+        if not self.gpu_available(t):
+            return 1.0
+        i = self._index(t)
+        return gpu_slowdown(reversed(self._samples[:i + 1]), self.profile.gpu_nominal_mhz)
+
+    def gpu_available(self, t: float | None = None) -> bool:
+        """False in the trace's GPU-loss phase (GR3D ``off``) or for a profile without GPU."""
+        if not self.profile.has_gpu:
+            return False
+        for sample in reversed(self._samples[:self._index(t) + 1]):
+            if sample.gpu_present is not None:
+                return sample.gpu_present
+        return True
+
+    def predict_ttft_s(self, prompt_tokens: int, t: float | None = None) -> float:
+        """Time to first token (s) the profile's latency model predicts at ``t`` (default: now)."""
+        if self.profile.latency is None:
+            raise TraceError(f"device profile {self.profile.name} has no latency model",
+                             hint="use a profile with a latency prior, e.g. sim-orin-nano")
+        gpu = self.gpu_available(t)
+        return self.profile.latency.ttft_s(prompt_tokens, gpu=gpu, slowdown=self.slowdown(t))
+
+    def describe(self, t: float | None = None) -> str:
+        """One-line state for decision reasons, e.g. ``gpu 306/624 MHz (2.04x), tj 93.0 C``."""
+        i = self._index(t)
+        return describe_state(self._samples[i], self.slowdown(t), self.gpu_available(t),
+                              self.profile.gpu_nominal_mhz)

@@ -1,0 +1,109 @@
+"""Prometheus metrics: one registry per daemon (tests create their own).
+
+The three the field asks for (DESIGN.md): ``agent_cache_hit_rate``,
+``physical_ai_scheduling_latency_seconds`` and ``expert_activation_ratio``;
+plus per-stage latency, route and decision counters, tokens/s, cloud link
+state, cache tier state and queue depth.
+"""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+from prometheus_client import CollectorRegistry, Counter as PCounter, Gauge, Histogram
+from prometheus_client import generate_latest
+
+STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5,
+                 1.0, 2.5, 5.0, 10.0)
+ROUTES = ("skill", "cache", "local", "cloud")
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self._lock = threading.Lock()
+        self._routes: Counter[str] = Counter()
+        self._cache_hits = 0
+        self._cache_lookups = 0
+        self.cache_hit_rate = Gauge(
+            "agent_cache_hit_rate", "Share of answer-cache lookups that hit (0-1).", registry=r)
+        self.cache_requests = PCounter(
+            "edge_cache_requests", "Answer-cache lookups by result.", ["result"], registry=r)
+        self.scheduling_latency = Histogram(
+            "physical_ai_scheduling_latency_seconds",
+            "End of request to first answer token (time to first token), seconds.",
+            ["route"], buckets=STAGE_BUCKETS, registry=r)
+        self.expert_ratio = Gauge(
+            "expert_activation_ratio", "Share of requests each expert (route) serves.",
+            ["expert"], registry=r)
+        self.stage_seconds = Histogram(
+            "edge_stage_seconds", "Latency of each pipeline stage, seconds.", ["stage"],
+            buckets=STAGE_BUCKETS, registry=r)
+        self.route_total = PCounter("edge_route", "Requests by route.", ["route", "device"],
+                                    registry=r)
+        self.decisions = PCounter("edge_scheduler_decisions", "Scheduler decisions by route "
+                                  "and reason code.", ["route", "reason"], registry=r)
+        self.requests = PCounter("edge_requests", "Requests by outcome.", ["outcome"], registry=r)
+        self.errors = PCounter("edge_errors", "Errors by stage and code.", ["stage", "code"],
+                               registry=r)
+        self.tokens_per_s = Gauge("edge_llm_tokens_per_second", "Decode speed of the last "
+                                  "answer, by route.", ["route"], registry=r)
+        self.predicted_ttft = Gauge("edge_scheduler_predicted_local_ttft_seconds",
+                                    "The last predicted local time to first token.", registry=r)
+        self.cloud_up = Gauge("edge_cloud_link_up", "1 when the cloud link is up, 0 when down.",
+                              registry=r)
+        self.cache_tier_up = Gauge("edge_cache_tier_up", "1 when the cache tier works.",
+                                   ["tier"], registry=r)
+        self.cache_tier_errors = Gauge("edge_cache_tier_errors", "Errors seen per cache tier.",
+                                       ["tier"], registry=r)
+        self.queue_depth = Gauge("edge_queue_depth", "Requests in flight in the pipeline.",
+                                 registry=r)
+        self.llm_device = Gauge("edge_llm_provider_info", "The provider running the local LLM.",
+                                ["device", "provider"], registry=r)
+        for route in ROUTES:
+            self.expert_ratio.labels(route)
+        for result in ("hit", "miss", "skip"):
+            self.cache_requests.labels(result)
+
+    # -- recording -----------------------------------------------------------------
+    def observe_stage(self, stage: str, seconds: float) -> None:
+        self.stage_seconds.labels(stage).observe(seconds)
+
+    def observe_cache(self, result: str) -> None:
+        """result: hit, miss, or skip (not cacheable)."""
+        self.cache_requests.labels(result).inc()
+        if result == "skip":
+            return
+        with self._lock:
+            self._cache_lookups += 1
+            self._cache_hits += result == "hit"
+            self.cache_hit_rate.set(self._cache_hits / self._cache_lookups)
+
+    def observe_route(self, route: str, device: str, reason_code: str,
+                      first_token_s: float | None) -> None:
+        self.route_total.labels(route, device).inc()
+        self.decisions.labels(route, reason_code).inc()
+        if first_token_s is not None:
+            self.scheduling_latency.labels(route).observe(first_token_s)
+        with self._lock:
+            self._routes[route] += 1
+            total = sum(self._routes.values())
+            for name in ROUTES:
+                self.expert_ratio.labels(name).set(self._routes[name] / total)
+
+    def observe_error(self, stage: str, code: str) -> None:
+        self.errors.labels(stage, code).inc()
+
+    def set_cloud_state(self, state: str) -> None:
+        self.cloud_up.set(1.0 if state == "up" else 0.0)
+
+    def set_cache_tiers(self, states: dict[str, str], errors: dict[str, int]) -> None:
+        for tier, state in states.items():
+            if state != "disabled":
+                self.cache_tier_up.labels(tier).set(1.0 if state == "ok" else 0.0)
+        for tier, count in errors.items():
+            self.cache_tier_errors.labels(tier).set(count)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

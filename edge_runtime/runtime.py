@@ -1,0 +1,141 @@
+"""Build every stage from one Config; start and stop them in order."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from .clock import SYSTEM_CLOCK, Clock
+from .config import Config
+from .errors import EdgeError
+from .metrics import Metrics
+from .models.store import ModelStore
+from .pipeline import Pipeline, Stages
+from .scheduler import Scheduler
+from .types import GenerationParams, Message
+
+log = logging.getLogger(__name__)
+
+# Calibration prompts: a short and a long user turn, to fit overhead + per-token prefill.
+_CALIBRATION = ("Hi.", " ".join(["Tell me something interesting about the ocean, the weather, "
+                                 "and the history of sailing ships in northern Europe."] * 3))
+
+
+def _slowdown_for(cfg: Config, clock: Clock):
+    """The device's throttling factor for the scheduler (1.0 unless a simulated device)."""
+    try:
+        from .device import get_profile, simulated_device_for
+    except ImportError:
+        return None
+    profile = get_profile(cfg.device.profile)
+    sim = simulated_device_for(profile, clock)
+    return sim.slowdown if sim is not None else None
+
+
+def load_llm(cfg: Config, store: ModelStore):
+    """Load the local engine; returns (engine, None) or (None, error) — never raises."""
+    try:
+        from .llm import load_engine
+        engine = load_engine(store.llm_dir(), providers=cfg.llm.providers,
+                             threads=cfg.llm.threads, model_name=cfg.llm.model)
+        log.info("local LLM %s loaded on %s (providers: %s)", cfg.llm.model, engine.device,
+                 ", ".join(engine.providers))
+        return engine, None
+    except EdgeError as exc:
+        log.warning("local LLM unavailable: %s", exc.one_line())
+        return None, exc
+
+
+def build_stages(cfg: Config, clock: Clock = SYSTEM_CLOCK, *, with_llm: bool = True) -> Stages:
+    from .cache import AnswerCache, make_key, ttl_for
+    from .nlu import Understander
+    from .skills import SkillRegistry
+
+    understander = Understander.from_config(cfg.nlu)
+    skills = SkillRegistry.from_config(cfg.skills, clock, lists=cfg.nlu.lists)
+    cache = AnswerCache.from_config(cfg.cache, cfg.paths.resolved_home(), clock)
+    store = ModelStore(cfg)
+    llm, llm_error = load_llm(cfg, store) if with_llm else (None, None)
+    cloud = None
+    if cfg.cloud.enabled:
+        from .cloud_link import ZmqCloudClient
+        cloud = ZmqCloudClient(cfg.cloud, clock)
+    slowdown = _slowdown_for(cfg, clock)
+    return Stages(understander=understander, skills=skills, cache=cache,
+                  make_key=make_key, ttl_for=lambda spec: ttl_for(spec, cfg.cache),
+                  scheduler=Scheduler(cfg.scheduler, slowdown=slowdown), llm=llm,
+                  llm_error=llm_error, cloud=cloud)
+
+
+@dataclass
+class Runtime:
+    cfg: Config
+    stages: Stages
+    metrics: Metrics
+    pipeline: Pipeline
+
+    @classmethod
+    def build(cls, cfg: Config, clock: Clock = SYSTEM_CLOCK) -> "Runtime":
+        stages = build_stages(cfg, clock)
+        metrics = Metrics()
+        if stages.llm is not None:
+            for provider in stages.llm.providers[:1]:
+                metrics.llm_device.labels(stages.llm.device, provider).set(1)
+        return cls(cfg, stages, metrics, Pipeline(cfg, stages, metrics, clock))
+
+    async def start(self) -> None:
+        if self.stages.cloud is not None:
+            await self.stages.cloud.start()
+        if self.stages.llm is not None and self.cfg.scheduler.calibrate_at_start:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self.pipeline._llm_thread, self.calibrate)
+        self.refresh_gauges()
+
+    def calibrate(self) -> None:
+        """Measure prefill on two prompt lengths (also warms the model up)."""
+        engine, params = self.stages.llm, GenerationParams(max_new_tokens=1, temperature=0.0)
+        clock = self.pipeline.clock
+        samples = []
+        for _ in range(2):
+            samples.clear()
+            for text in _CALIBRATION:
+                msgs = [Message("system", self.cfg.llm.system_prompt), Message("user", text)]
+                n = engine.prompt_tokens(msgs)
+                t = clock.monotonic()
+                for _piece in engine.generate(msgs, params):
+                    break
+                samples.append((n, clock.monotonic() - t))
+        self.stages.scheduler.predictor.calibrate(samples)
+        p = self.stages.scheduler.predictor
+        log.info("scheduler calibrated: overhead %.1f ms + %.3f ms/prompt token",
+                 p.overhead_s * 1e3, p.per_token_s * 1e3)
+
+    def refresh_gauges(self) -> None:
+        if self.stages.cloud is not None:
+            self.metrics.set_cloud_state(self.stages.cloud.state)
+        cache = self.stages.cache
+        self.metrics.set_cache_tiers(cache.tier_states(), cache.error_counts())
+
+    def health(self) -> dict:
+        llm = self.stages.llm
+        cache_states = self.stages.cache.tier_states()
+        out = {
+            "status": "ok",
+            "llm": ({"model": self.cfg.llm.model, "device": llm.device,
+                     "providers": list(llm.providers)} if llm is not None else
+                    {"model": self.cfg.llm.model, "error": self.stages.llm_error.one_line()
+                     if self.stages.llm_error else "not loaded"}),
+            "cloud": self.stages.cloud.state if self.stages.cloud is not None else "disabled",
+            "cache": cache_states,
+            "in_flight": self.pipeline.in_flight,
+        }
+        degraded = llm is None or any(s.startswith("failed") for s in cache_states.values()) \
+            or out["cloud"] == "down"
+        out["status"] = "degraded" if degraded else "ok"
+        return out
+
+    async def close(self) -> None:
+        if self.stages.cloud is not None:
+            await self.stages.cloud.close()
+        self.pipeline.close()
+        self.stages.cache.close()
