@@ -117,6 +117,11 @@ class Gateway:
                  type(self.backend).__name__, self._workers_n, self._jobs.maxsize)
         return self.endpoint
 
+    @property
+    def stopped(self) -> bool:
+        """True once ``stop`` was called or the I/O loop died."""
+        return self._stop.is_set()
+
     def stop(self, timeout_s: float = 5.0) -> None:
         """Answer in-flight requests with ``shutting_down``, stop threads, close sockets."""
         if self._stop.is_set():
@@ -333,7 +338,7 @@ def serve(gateway: Gateway, *, ready: Callable[[str], None] | None = None) -> No
         if ready is not None:
             ready(endpoint)
         while not stop.wait(0.5):
-            if gateway._stop.is_set():      # the I/O loop died: exit non-zero via the caller
+            if gateway.stopped:      # the I/O loop died: exit non-zero via the caller
                 raise RuntimeError("the gateway I/O loop stopped unexpectedly; see the log")
     finally:
         gateway.stop()

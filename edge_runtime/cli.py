@@ -66,28 +66,30 @@ def cmd_ask(args: argparse.Namespace) -> int:
                             hint="ask with TEXT")
     if args.text is None:
         raise BadInputError("nothing to ask", hint="edge-runtime ask 'what time is it'")
-    cfg = _load(args, {"scheduler": {"budget_ms": args.budget_ms}})
+    cfg = _load(args)
     if args.url:
-        obj = _ask_remote(args.url, args.text, cfg.server.token)
+        obj = _ask_remote(args.url, args.text, cfg.server.token, args.budget_ms)
     else:
-        obj = asyncio.run(_ask_local(cfg, args.text))
+        obj = asyncio.run(_ask_local(cfg, args.text, args.budget_ms))
     _print_result(obj, args.json)
     return 0
 
 
-async def _ask_local(cfg: Config, text: str) -> dict:
+async def _ask_local(cfg: Config, text: str, budget_ms: float | None) -> dict:
     from .runtime import Runtime
     rt = Runtime.build(cfg)
     try:
         await rt.start()
-        return (await rt.pipeline.ask(text)).to_dict()
+        return (await rt.pipeline.ask(text, budget_ms=budget_ms)).to_dict()
     finally:
         await rt.close()
 
 
-def _ask_remote(url: str, text: str, token: str) -> dict:
-    req = urllib.request.Request(url.rstrip("/") + "/v1/ask",
-                                 data=json.dumps({"text": text}).encode(),
+def _ask_remote(url: str, text: str, token: str, budget_ms: float | None) -> dict:
+    body: dict[str, Any] = {"text": text}
+    if budget_ms is not None:
+        body["budget_ms"] = budget_ms
+    req = urllib.request.Request(url.rstrip("/") + "/v1/ask", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     if token:
         req.add_header("Authorization", f"Bearer {token}")

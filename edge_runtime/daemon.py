@@ -67,9 +67,13 @@ async def ask(request: web.Request) -> web.Response:
     if not isinstance(payload, dict) or "text" not in payload:
         raise BadInputError('request body must be an object with a "text" field',
                             hint='send {"text": "..."}')
+    budget = payload.get("budget_ms")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
+                               or budget <= 0):
+        raise BadInputError('"budget_ms" must be a positive number of milliseconds')
     cancel = CancelToken()
     try:
-        result = await rt.pipeline.ask(payload["text"], cancel=cancel)
+        result = await rt.pipeline.ask(payload["text"], cancel=cancel, budget_ms=budget)
     except asyncio.CancelledError:          # the client went away: stop decoding
         cancel.cancel()
         raise

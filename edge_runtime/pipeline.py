@@ -72,7 +72,8 @@ class Pipeline:
 
     # -- the flow ------------------------------------------------------------------------
     async def ask(self, text: Any, *, cancel: CancelToken | None = None,
-                  timings: Timings | None = None) -> Result:
+                  timings: Timings | None = None, budget_ms: float | None = None) -> Result:
+        """Answer one request. ``budget_ms`` overrides the latency budget for this request."""
         t0 = self.clock.monotonic()
         timings = timings or Timings()
         if self._admission.locked():
@@ -84,7 +85,7 @@ class Pipeline:
             self.metrics.queue_depth.set(self.in_flight)
             try:
                 result = await self._answer(validate_text(text, self.cfg.nlu.max_text_chars),
-                                            t0, timings, cancel or CancelToken())
+                                            t0, timings, cancel or CancelToken(), budget_ms)
                 self.metrics.requests.labels("ok").inc()
                 return result
             except EdgeError as exc:
@@ -96,7 +97,7 @@ class Pipeline:
                 self.metrics.queue_depth.set(self.in_flight)
 
     async def _answer(self, text: str, t0: float, timings: Timings,
-                      cancel: CancelToken) -> Result:
+                      cancel: CancelToken, budget_ms: float | None) -> Result:
         intent = await self._timed("nlu", timings, self.s.understander.parse, text)
         spec = self.s.understander.intents.spec(intent.name)
 
@@ -117,7 +118,8 @@ class Pipeline:
             self.metrics.observe_cache("skip")
 
         messages = [Message("system", self.cfg.llm.system_prompt), Message("user", text)]
-        decision = self._decide(messages, intent, spec)
+        decision = self._decide(messages, intent,
+                                spec.budget_ms if budget_ms is None else budget_ms)
         route, device, reason = decision.route, "cloud", decision.reason
         answer: str | None = None
         if decision.route == "cloud":
@@ -140,7 +142,8 @@ class Pipeline:
                             decision.code)
 
     # -- routing -------------------------------------------------------------------------
-    def _decide(self, messages: list[Message], intent: Intent, spec: IntentSpec) -> Decision:
+    def _decide(self, messages: list[Message], intent: Intent,
+                budget_ms: float | None) -> Decision:
         cloud = self.s.cloud
         if self.s.llm is None:
             if cloud is not None and cloud.available:
@@ -151,7 +154,7 @@ class Pipeline:
         decision = self.s.scheduler.decide(
             tokens, intent.name, cloud_enabled=cloud is not None,
             cloud_available=cloud is not None and cloud.available,
-            intent_budget_ms=spec.budget_ms, local_device=self.s.llm.device)
+            intent_budget_ms=budget_ms, local_device=self.s.llm.device)
         self.metrics.predicted_ttft.set(decision.predicted_ttft_s)
         return decision
 

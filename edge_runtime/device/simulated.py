@@ -80,6 +80,10 @@ class SimulatedDevice:
         self._offsets = [t for t, _ in trace]
         self._samples = [s for _, s in trace]
         self._duration_s = self._offsets[-1] + interval_s
+        self._gpu = self._precompute_gpu()
+        self._slow = [1.0 if not self._gpu[i] else
+                      gpu_slowdown(reversed(self._samples[:i + 1]), profile.gpu_nominal_mhz)
+                      for i in range(len(self._samples))]
         self._t0 = clock.monotonic()
         log.info("simulated device %s: %d samples over %.0f s", profile.name,
                  len(self._samples), self._duration_s)
@@ -92,6 +96,15 @@ class SimulatedDevice:
             raise TraceError(f"device profile {profile.name} has no telemetry trace",
                              hint="use a simulated profile such as sim-orin-nano")
         return cls(profile, load_trace_lines(profile.trace), clock, loop=loop)
+
+    def _precompute_gpu(self) -> list[bool]:
+        """GPU presence per sample; a sample without a GR3D field keeps the last known state."""
+        state, out = self.profile.has_gpu, []
+        for sample in self._samples:
+            if self.profile.has_gpu and sample.gpu_present is not None:
+                state = sample.gpu_present
+            out.append(state)
+        return out
 
     @property
     def duration_s(self) -> float:
@@ -118,19 +131,11 @@ class SimulatedDevice:
 
     def slowdown(self, t: float | None = None) -> float:
         """Factor >= 1 by which GPU latency grows at ``t`` (default: now); 1.0 without a GPU."""
-        if not self.gpu_available(t):
-            return 1.0
-        i = self._index(t)
-        return gpu_slowdown(reversed(self._samples[:i + 1]), self.profile.gpu_nominal_mhz)
+        return self._slow[self._index(t)]
 
     def gpu_available(self, t: float | None = None) -> bool:
         """False in the trace's GPU-loss phase (GR3D ``off``) or for a profile without GPU."""
-        if not self.profile.has_gpu:
-            return False
-        for sample in reversed(self._samples[:self._index(t) + 1]):
-            if sample.gpu_present is not None:
-                return sample.gpu_present
-        return True
+        return self._gpu[self._index(t)]
 
     def predict_ttft_s(self, prompt_tokens: int, t: float | None = None) -> float:
         """Time to first token (s) the profile's latency model predicts at ``t`` (default: now)."""

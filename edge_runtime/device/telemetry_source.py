@@ -1,0 +1,144 @@
+"""Live telemetry on a real Jetson: tail a ``tegrastats`` process.
+
+Started only when the ``tegrastats`` binary exists (``TelemetrySource.available()``);
+elsewhere the runtime does not use it. A reader thread parses each line and
+keeps the newest sample plus a short, bounded history (for the slowdown
+estimate). A sample older than ``stale_after_s`` counts as no telemetry.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import shutil
+import subprocess
+import threading
+from typing import Sequence
+
+from ..clock import SYSTEM_CLOCK, Clock
+from .base import describe_state
+from .errors import TegrastatsParseError
+from .tegrastats import Telemetry, gpu_slowdown, parse_tegrastats
+
+log = logging.getLogger(__name__)
+
+TEGRASTATS = "tegrastats"
+
+
+class TelemetrySource:
+    """Tails ``tegrastats --interval <ms>``; implements the DeviceMonitor protocol.
+
+    ``command`` replaces the tegrastats command line (tests feed recorded lines
+    through a subprocess). ``history`` bounds the samples kept (default 60).
+    ``stale_after_s`` defaults to five intervals.
+    """
+
+    def __init__(self, clock: Clock = SYSTEM_CLOCK, *, interval_ms: int = 1000,
+                 nominal_gpu_mhz: float | None = None, command: Sequence[str] | None = None,
+                 history: int = 60, stale_after_s: float | None = None) -> None:
+        if interval_ms <= 0 or history <= 0:
+            raise ValueError("interval_ms and history must be positive")
+        self._clock = clock
+        self._command = list(command) if command else [TEGRASTATS, "--interval", str(interval_ms)]
+        self._nominal = nominal_gpu_mhz
+        self._stale_after_s = stale_after_s if stale_after_s is not None else 5 * interval_ms / 1000.0
+        self._history: collections.deque[Telemetry] = collections.deque(maxlen=history)
+        self._received_at: float | None = None
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._thread: threading.Thread | None = None
+        self._bad_lines = 0
+        self.lines_read = 0
+
+    @staticmethod
+    def available() -> bool:
+        """True when the ``tegrastats`` binary is on PATH (a Jetson)."""
+        return shutil.which(TEGRASTATS) is not None
+
+    def start(self) -> bool:
+        """Start the process and reader thread; False (and a log line) when tegrastats is absent."""
+        if self._proc is not None:
+            return True
+        if shutil.which(self._command[0]) is None:
+            log.info("%s not found; live device telemetry is off", self._command[0])
+            return False
+        self._proc = subprocess.Popen(self._command, stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self._thread = threading.Thread(target=self._read, name="tegrastats-reader", daemon=True)
+        self._thread.start()
+        log.info("device telemetry from %s (pid %d)", " ".join(self._command), self._proc.pid)
+        return True
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """Terminate the process (kill after ``timeout_s``) and join the reader thread."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=timeout_s)
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
+
+    def __enter__(self) -> "TelemetrySource":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _read(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        for line in proc.stdout:
+            if not line.strip():
+                continue
+            try:
+                sample = parse_tegrastats(line)
+            except TegrastatsParseError as exc:
+                self._bad_lines += 1
+                if self._bad_lines in (1, 10, 100) or self._bad_lines % 1000 == 0:
+                    log.warning("skipping unreadable tegrastats output (%d so far): %s",
+                                self._bad_lines, exc.message)
+                continue
+            with self._lock:
+                self._history.append(sample)
+                self._received_at = self._clock.monotonic()
+                self.lines_read += 1
+        rc = proc.wait()
+        if self._proc is proc:          # not a stop() we asked for
+            log.warning("tegrastats exited with code %s; device telemetry is stale from now", rc)
+
+    def telemetry(self) -> Telemetry | None:
+        """The newest sample, or None when there is none or it is older than ``stale_after_s``."""
+        with self._lock:
+            if not self._history or self._received_at is None:
+                return None
+            if self._clock.monotonic() - self._received_at > self._stale_after_s:
+                return None
+            return self._history[-1]
+
+    def slowdown(self) -> float:
+        """Factor >= 1 from the newest busy sample's GPU clock vs nominal; 1.0 when unknown."""
+        if self.telemetry() is None:
+            return 1.0
+        with self._lock:
+            recent = list(self._history)
+        return gpu_slowdown(reversed(recent), self._nominal)
+
+    def gpu_available(self) -> bool:
+        """False only when tegrastats reports the GPU ``off``; no telemetry means unknown (True).
+
+        On a real board the authoritative signal is the execution provider:
+        assert ``session.get_providers()`` and fall back when CUDA/TensorRT fail.
+        """
+        sample = self.telemetry()
+        return sample is None or sample.gpu_present is not False
+
+    def describe(self) -> str:
+        sample = self.telemetry()
+        return describe_state(sample, self.slowdown(), self.gpu_available(), self._nominal)

@@ -1,0 +1,189 @@
+"""Build the ONNX decoder graph (optimum / onnxruntime-genai naming) from GGUF blocks.
+
+Inputs: ``input_ids`` [B,S] int64, ``attention_mask`` [B,T] int64 (T = past + new tokens),
+``position_ids`` [B,S] int64, ``past_key_values.{i}.key|value`` [B,kv_heads,P,head_dim] fp32.
+Outputs: ``logits`` [B,S,V] fp32, ``present.{i}.key|value``.
+
+Attention is com.microsoft ``GroupQueryAttention`` (rotary inside, interleaved pairs as in
+llama.cpp's "norm" rope on the GGUF's permuted Q/K rows). When the caller binds the same
+buffer to ``past_key_values.i.*`` and ``present.i.*`` (shape [B,kv,max_len,hd]) GQA appends in
+place: the engine's KV cache is allocated once. Linear layers are ``MatMulNBits``; see
+:mod:`.quant` for the exact block mapping.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from .gguf_weights import GgufModel, LlamaHParams, output_tensor
+from .quant import BLOCK, NBitsWeight, concat_rows, to_nbits
+
+OPSET = 17
+IR_VERSION = 10  # onnxruntime >= 1.20 reads IR 10; onnx 1.23 would default to a newer one
+
+
+class _Graph:
+    def __init__(self) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self._n = 0
+
+    def name(self, base: str) -> str:
+        self._n += 1
+        return f"{base}_{self._n}"
+
+    def const(self, name: str, arr: np.ndarray) -> str:
+        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
+        return name
+
+    def op(self, op_type: str, inputs: list[str], n_out: int = 1, domain: str = "",
+           outputs: list[str] | None = None, **attrs) -> list[str]:
+        outs = outputs or [self.name(f"{op_type}_out") for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=self.name(op_type),
+                                           domain=domain, **attrs))
+        return outs
+
+
+class _Builder:
+    def __init__(self, model: GgufModel, accuracy_level: int, lm_head_accuracy_level: int) -> None:
+        self.m = model
+        self.hp: LlamaHParams = model.hparams
+        self.g = _Graph()
+        self.acc = accuracy_level
+        self.lm_acc = lm_head_accuracy_level
+
+    # -- helpers ---------------------------------------------------------------------------
+    def linear(self, x: str, w: NBitsWeight, prefix: str, acc: int) -> str:
+        g = self.g
+        ins = [x, g.const(f"{prefix}.B", w.b), g.const(f"{prefix}.scales", w.scales),
+               g.const(f"{prefix}.zp", w.zero_points)]
+        (y,) = g.op("MatMulNBits", ins, domain="com.microsoft", K=w.k, N=w.n, bits=w.bits,
+                    block_size=BLOCK, accuracy_level=acc)
+        if w.mins is None:
+            return y
+        # Q4_1 block minimum: y += sum over each 32-block of x, times m (exact).
+        (xb,) = g.op("Reshape", [x, self.blocks_shape(w.k)])
+        (xs,) = g.op("ReduceSum", [xb, self.axis_last], keepdims=0)
+        (corr,) = g.op("MatMul", [xs, g.const(f"{prefix}.mins", w.mins)])
+        (out,) = g.op("Add", [y, corr])
+        return out
+
+    def blocks_shape(self, k: int) -> str:
+        name = f"shape_blocks_{k}"
+        if not any(i.name == name for i in self.g.inits):
+            self.g.const(name, np.array([0, 0, k // BLOCK, BLOCK], np.int64))
+        return name
+
+    def rms(self, x: str, weight: str) -> str:
+        w = self.g.const(weight, self.m.tensors[weight].raw.astype(np.float32).reshape(-1))
+        return self.g.op("SimplifiedLayerNormalization", [x, w], axis=-1,
+                         epsilon=self.hp.rms_eps, stash_type=1)[0]
+
+    # -- graph parts -----------------------------------------------------------------------
+    def embedding(self, emb: NBitsWeight) -> str:
+        """Gather rows of the 8-bit MatMulNBits table (shared with a tied lm_head)."""
+        g, hp = self.g, self.hp
+        nb = hp.hidden // BLOCK
+        table = g.const("embed.B", emb.b)                                 # [V, nb, 32] uint8
+        scales = g.const("embed.scales", emb.scales.reshape(hp.vocab, nb, 1))
+        (rows,) = g.op("Gather", [table, "input_ids"], axis=0)           # [B,S,nb,32]
+        (rows_f,) = g.op("Cast", [rows], to=TensorProto.FLOAT)
+        (centered,) = g.op("Sub", [rows_f, g.const("c128", np.array(128.0, np.float32))])
+        (sc,) = g.op("Gather", [scales, "input_ids"], axis=0)            # [B,S,nb,1]
+        (vals,) = g.op("Mul", [centered, sc])
+        return g.op("Reshape", [vals, g.const("shape_hidden",
+                                                np.array([0, 0, hp.hidden], np.int64))])[0]
+
+    def attention_inputs(self) -> tuple[str, str, str, str]:
+        g, hp = self.g, self.hp
+        (msum,) = g.op("ReduceSum", ["attention_mask", g.const("axis1", np.array([1], np.int64))],
+                       keepdims=0)
+        (seqlens64,) = g.op("Sub", [msum, g.const("one64", np.array(1, np.int64))])
+        (seqlens,) = g.op("Cast", [seqlens64], to=TensorProto.INT32)
+        (mshape,) = g.op("Shape", ["attention_mask"])
+        (total64,) = g.op("Gather", [mshape, g.const("idx1", np.array(1, np.int64))], axis=0)
+        (total,) = g.op("Cast", [total64], to=TensorProto.INT32)
+        inv = 1.0 / (hp.rope_theta ** (np.arange(0, hp.head_dim, 2, dtype=np.float64) / hp.head_dim))
+        ang = np.arange(hp.context_length, dtype=np.float64)[:, None] * inv[None, :]
+        cos = g.const("cos_cache", np.cos(ang).astype(np.float32))
+        sin = g.const("sin_cache", np.sin(ang).astype(np.float32))
+        return seqlens, total, cos, sin
+
+    def layer(self, i: int, x: str, att: tuple[str, str, str, str]) -> str:
+        g, hp, t = self.g, self.hp, self.m.tensors
+        seqlens, total, cos, sin = att
+        p = f"blk.{i}"
+        xn = self.rms(x, f"{p}.attn_norm.weight")
+        qkv_w = concat_rows([to_nbits(t[f"{p}.attn_{n}.weight"]) for n in ("q", "k", "v")])
+        qkv = self.linear(xn, qkv_w, f"{p}.attn_qkv", self.acc)
+        attn, _, _ = g.op(
+            "GroupQueryAttention",
+            [qkv, "", "", f"past_key_values.{i}.key", f"past_key_values.{i}.value",
+             seqlens, total, cos, sin, "position_ids"],
+            domain="com.microsoft",
+            outputs=[g.name(f"{p}.attn"), f"present.{i}.key", f"present.{i}.value"],
+            num_heads=hp.n_heads, kv_num_heads=hp.n_kv_heads, do_rotary=1, rotary_interleaved=1,
+            scale=float(1.0 / np.sqrt(hp.head_dim)), local_window_size=-1)
+        o = self.linear(attn, to_nbits(t[f"{p}.attn_output.weight"]), f"{p}.attn_output", self.acc)
+        (h,) = g.op("Add", [x, o])
+        hn = self.rms(h, f"{p}.ffn_norm.weight")
+        gu_w = concat_rows([to_nbits(t[f"{p}.ffn_{n}.weight"]) for n in ("gate", "up")])
+        gu = self.linear(hn, gu_w, f"{p}.ffn_gate_up", self.acc)
+        gate, up = g.op("Split", [gu, self.split_ffn], n_out=2, axis=-1)
+        (sig,) = g.op("Sigmoid", [gate])
+        (silu,) = g.op("Mul", [gate, sig])
+        (act,) = g.op("Mul", [silu, up])
+        down = self.linear(act, to_nbits(t[f"{p}.ffn_down.weight"]), f"{p}.ffn_down", self.acc)
+        return g.op("Add", [h, down])[0]
+
+    def build(self) -> onnx.ModelProto:
+        hp, g = self.hp, self.g
+        emb_w = to_nbits(self.m.tensors["token_embd.weight"])
+        if emb_w.bits != 8 or emb_w.mins is not None:
+            raise ValueError("token_embd must be Q8_0 for this builder")
+        self.axis_last = g.const("axis_last", np.array([-1], np.int64))
+        self.split_ffn = g.const("split_ffn", np.array([hp.ffn, hp.ffn], np.int64))
+        x = self.embedding(emb_w)
+        att = self.attention_inputs()
+        for i in range(hp.n_layers):
+            x = self.layer(i, x, att)
+        xn = self.rms(x, "output_norm.weight")
+        out_t = output_tensor(self.m)
+        if out_t.name == "token_embd.weight":
+            # tied: MatMulNBits reads the same uint8 table the embedding Gather uses
+            ins = [xn, "embed.B", g.const("lm_head.scales", emb_w.scales),
+                   g.const("lm_head.zp", emb_w.zero_points)]
+            g.op("MatMulNBits", ins, domain="com.microsoft", outputs=["logits"], K=emb_w.k,
+                 N=emb_w.n, bits=8, block_size=BLOCK, accuracy_level=self.lm_acc)
+        else:
+            y = self.linear(xn, to_nbits(out_t), "lm_head", self.lm_acc)
+            g.op("Identity", [y], outputs=["logits"])
+        return self.finish()
+
+    def finish(self) -> onnx.ModelProto:
+        hp = self.hp
+        f, i64 = TensorProto.FLOAT, TensorProto.INT64
+        kv = [hp.n_kv_heads, hp.head_dim]
+        inputs = [helper.make_tensor_value_info("input_ids", i64, ["batch", "seq"]),
+                  helper.make_tensor_value_info("attention_mask", i64, ["batch", "total_seq"]),
+                  helper.make_tensor_value_info("position_ids", i64, ["batch", "seq"])]
+        outputs = [helper.make_tensor_value_info("logits", f, ["batch", "seq", hp.vocab])]
+        for i in range(hp.n_layers):
+            for kind in ("key", "value"):
+                inputs.append(helper.make_tensor_value_info(
+                    f"past_key_values.{i}.{kind}", f, ["batch", kv[0], "past_seq", kv[1]]))
+                outputs.append(helper.make_tensor_value_info(
+                    f"present.{i}.{kind}", f, ["batch", kv[0], "present_seq", kv[1]]))
+        graph = helper.make_graph(self.g.nodes, "llama_gguf", inputs, outputs, self.g.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
+                                                        helper.make_opsetid("com.microsoft", 1)],
+                                  producer_name="edge_runtime.gguf2onnx")
+        model.ir_version = IR_VERSION
+        return model
+
+
+def build_graph(model: GgufModel, accuracy_level: int = 4,
+                lm_head_accuracy_level: int = 4) -> onnx.ModelProto:
+    """The decoder as an in-memory ModelProto (no I/O)."""
+    return _Builder(model, accuracy_level, lm_head_accuracy_level).build()

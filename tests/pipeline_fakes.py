@@ -1,0 +1,111 @@
+"""Fakes at the edges of the pipeline's unit tests (the real stages have their own tests)."""
+from __future__ import annotations
+
+from edge_runtime.cache.base import CachedAnswer
+from edge_runtime.config import Config, load_config
+from edge_runtime.errors import CloudUnavailableError, ModelMissingError
+from edge_runtime.metrics import Metrics
+from edge_runtime.nlu.base import IntentSet, IntentSpec
+from edge_runtime.pipeline import Pipeline, Stages
+from edge_runtime.scheduler import Scheduler, TtftPredictor
+from edge_runtime.types import Intent
+
+
+class FakeUnderstander:
+    intents = IntentSet({"get_time": IntentSpec("get_time", skill="time"),
+                         "oos": IntentSpec("oos", cacheable=True)})
+
+    def parse(self, text):
+        return Intent("get_time", 0.9) if "time" in text else Intent("oos", 0.2)
+
+
+class FakeSkill:
+    name = "time"
+
+    def handle(self, intent, text):
+        return "It is noon."
+
+
+class FakeSkills:
+    def get(self, name):
+        return FakeSkill() if name == "time" else None
+
+
+class DictCache:
+    def __init__(self):
+        self.d = {}
+
+    def get(self, key):
+        return self.d.get(key)
+
+    def put(self, key, answer: CachedAnswer, ttl_s):
+        self.d[key] = answer
+
+    def tier_states(self):
+        return {"memory": "ok"}
+
+    def error_counts(self):
+        return {"memory": 0}
+
+    def close(self):
+        pass
+
+
+class FakeEngine:
+    device = "cpu"
+    providers = ["CPUExecutionProvider"]
+
+    def __init__(self, pieces=("Light ", "scatters.")):
+        self.pieces = pieces
+        self.calls = 0
+        self.cancelled = False
+
+    def prompt_tokens(self, messages):
+        return 20
+
+    def generate(self, messages, params, cancel=None):
+        self.calls += 1
+        for p in self.pieces:
+            if cancel is not None and cancel.cancelled:
+                self.cancelled = True
+                return
+            yield p
+
+
+class FakeCloud:
+    def __init__(self, pieces=("From ", "cloud."), fail_after: int | None = None,
+                 available=True):
+        self.pieces, self.fail_after, self.available = pieces, fail_after, available
+        self.state = "up" if available else "down"
+        self.calls = 0
+
+    async def stream(self, messages, params, deadline_s):
+        self.calls += 1
+        for i, p in enumerate(self.pieces):
+            if self.fail_after is not None and i >= self.fail_after:
+                raise CloudUnavailableError("cloud killed mid-stream")
+            yield p
+        if self.fail_after is not None and self.fail_after >= len(self.pieces):
+            raise CloudUnavailableError("cloud killed before done")
+
+    async def start(self):
+        pass
+
+    async def close(self):
+        pass
+
+
+def make_pipeline(*, budget_ms=150.0, engine="default", cloud=None,
+                  cfg: Config | None = None) -> Pipeline:
+    cfg = cfg or load_config(env={})
+    cfg = cfg.with_overrides(scheduler={"budget_ms": budget_ms})
+    engine = FakeEngine() if engine == "default" else engine
+    stages = Stages(
+        understander=FakeUnderstander(), skills=FakeSkills(), cache=DictCache(),
+        make_key=lambda intent, spec, text: f"k:{text.lower()}" if spec.cacheable else None,
+        ttl_for=lambda spec: 60.0,
+        scheduler=Scheduler(cfg.scheduler, TtftPredictor(overhead_s=0.01, per_token_s=0.001)),
+        llm=engine, llm_error=None if engine else ModelMissingError(
+            "LLM model is not built", hint="run `edge-runtime models build`"),
+        cloud=cloud)
+    return Pipeline(cfg, stages, Metrics())

@@ -1,0 +1,84 @@
+"""The HTTP API on a real aiohttp server (loopback), with fake stages behind it."""
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from edge_runtime.config import load_config
+from edge_runtime.daemon import make_app
+from edge_runtime.runtime import Runtime
+from tests.pipeline_fakes import make_pipeline
+
+
+async def _client(token=""):
+    cfg = load_config(env={}).with_overrides(server={"token": token, "max_body_bytes": 200_000})
+    p = make_pipeline(cfg=cfg)
+    rt = Runtime(cfg=p.cfg, stages=p.s, metrics=p.metrics, pipeline=p)
+    client = TestClient(TestServer(make_app(rt)))
+    await client.start_server()
+    return client
+
+
+@pytest.fixture
+async def client():
+    c = await _client()
+    yield c
+    await c.close()
+
+
+async def test_ask_returns_the_contract_object(client):
+    r = await client.post("/v1/ask", json={"text": "what time is it"})
+    assert r.status == 200
+    body = await r.json()
+    assert set(body) >= {"transcript", "intent", "route", "device", "reason", "answer",
+                         "timings_ms"}
+    assert set(body["intent"]) == {"name", "confidence", "slots"}
+    assert set(body["timings_ms"]) == {"asr", "nlu", "cache", "first_token", "total"}
+    assert body["route"] == "skill"
+
+
+async def test_budget_override(client):
+    r = await client.post("/v1/ask", json={"text": "why is the sky blue", "budget_ms": 1})
+    body = await r.json()
+    assert body["route"] == "local" and "cloud disabled" in body["reason"]
+
+
+@pytest.mark.parametrize("data,ctype,status,code", [
+    (b"{not json", "application/json", 400, "bad_input"),
+    (b"\xff\xd8\xff\xe0binary", "application/octet-stream", 400, "bad_input"),
+    (b'["text"]', "application/json", 400, "bad_input"),
+    (b'{"text": ""}', "application/json", 400, "bad_input"),
+    (b'{"text": "hi", "budget_ms": -5}', "application/json", 400, "bad_input"),
+    (b'{"text": "' + b"a" * 100_000 + b'"}', "application/json", 400, "bad_input"),
+    (b'{"text": "' + b"a" * 300_000 + b'"}', "application/json", 400, "bad_input"),
+])
+async def test_bad_bodies_get_clear_errors_and_the_daemon_keeps_serving(client, data, ctype,
+                                                                         status, code):
+    r = await client.post("/v1/ask", data=data, headers={"Content-Type": ctype})
+    assert r.status == status
+    err = (await r.json())["error"]
+    assert err["code"] == code and err["message"]
+    ok = await client.post("/v1/ask", json={"text": "what time is it"})
+    assert ok.status == 200
+
+
+async def test_health_and_metrics(client):
+    await client.post("/v1/ask", json={"text": "why is the sky blue"})
+    await client.post("/v1/ask", json={"text": "why is the sky blue"})
+    h = await (await client.get("/healthz")).json()
+    assert h["status"] == "ok" and h["llm"]["device"] == "cpu"
+    text = await (await client.get("/metrics")).text()
+    for name in ("agent_cache_hit_rate 0.5", "physical_ai_scheduling_latency_seconds_bucket",
+                 'le="0.15"', "expert_activation_ratio", "edge_stage_seconds_bucket"):
+        assert name in text
+
+
+async def test_token_required_when_configured():
+    c = await _client(token="s3cret")
+    try:
+        assert (await c.post("/v1/ask", json={"text": "hi"})).status == 401
+        assert (await c.get("/metrics")).status == 401
+        assert (await c.get("/healthz")).status == 200
+        ok = await c.post("/v1/ask", json={"text": "what time is it"},
+                          headers={"Authorization": "Bearer s3cret"})
+        assert ok.status == 200
+    finally:
+        await c.close()

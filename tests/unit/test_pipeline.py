@@ -1,0 +1,82 @@
+import pytest
+
+from edge_runtime.errors import BadInputError, ModelMissingError
+from edge_runtime.types import CancelToken
+from tests.pipeline_fakes import FakeCloud, FakeEngine, make_pipeline
+
+
+async def test_skill_answers_without_model_or_cache():
+    p = make_pipeline()
+    r = await p.ask("what time is it")
+    assert (r.route, r.device, r.answer) == ("skill", "none", "It is noon.")
+    assert "skill time" in r.reason
+    assert r.timings.first_token is not None and r.timings.nlu is not None
+    assert p.s.llm.calls == 0
+
+
+async def test_open_question_local_then_cache_hit():
+    p = make_pipeline()
+    first = await p.ask("Why is the sky blue")
+    assert (first.route, first.device, first.answer) == ("local", "cpu", "Light scatters.")
+    assert "<= 150 ms budget" in first.reason
+    second = await p.ask("why is the sky blue")
+    assert second.route == "cache" and second.answer == "Light scatters."
+    assert p.s.llm.calls == 1
+    text = p.metrics.render().decode()
+    assert "agent_cache_hit_rate 0.5" in text
+    assert 'expert_activation_ratio{expert="cache"} 0.5' in text
+
+
+async def test_tiny_budget_goes_to_cloud():
+    p = make_pipeline(budget_ms=1, cloud=FakeCloud())
+    r = await p.ask("why is the sky blue")
+    assert (r.route, r.device, r.answer) == ("cloud", "cloud", "From cloud.")
+    assert "> 1 ms budget" in r.reason
+
+
+async def test_cloud_down_answers_locally_with_reason():
+    p = make_pipeline(budget_ms=1, cloud=FakeCloud(available=False))
+    r = await p.ask("why is the sky blue")
+    assert r.route == "local" and "cloud unavailable" in r.reason
+    assert p.s.cloud.calls == 0
+
+
+@pytest.mark.parametrize("fail_after", [0, 1, 2])
+async def test_cloud_failure_is_answered_once_locally(fail_after):
+    p = make_pipeline(budget_ms=1, cloud=FakeCloud(fail_after=fail_after))
+    r = await p.ask("why is the sky blue")
+    assert r.route == "local" and "cloud failed" in r.reason
+    assert r.answer == "Light scatters."          # no half cloud answer glued on
+    assert p.s.llm.calls == 1
+
+
+async def test_missing_model_is_a_clear_error_and_skills_still_work():
+    p = make_pipeline(engine=None)
+    with pytest.raises(ModelMissingError) as exc:
+        await p.ask("why is the sky blue")
+    assert "models build" in exc.value.one_line()
+    assert (await p.ask("what time is it")).route == "skill"
+
+
+async def test_missing_model_uses_cloud_when_up():
+    p = make_pipeline(engine=None, cloud=FakeCloud())
+    r = await p.ask("why is the sky blue")
+    assert r.route == "cloud" and "local model unavailable" in r.reason
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t", "x" * 100_000, b"\xff\xfe\x00", 42, "a\x00b"])
+async def test_bad_text_is_rejected_clearly(text):
+    p = make_pipeline()
+    with pytest.raises(BadInputError):
+        await p.ask(text)
+    assert (await p.ask("what time is it")).route == "skill"
+
+
+async def test_consumer_going_away_cancels_generation():
+    engine = FakeEngine(pieces=("a ",) * 50)
+    p = make_pipeline(engine=engine)
+    cancel = CancelToken()
+    stream = p._local_stream([], cancel)
+    assert await stream.__anext__() == "a "
+    await stream.aclose()
+    assert cancel.cancelled

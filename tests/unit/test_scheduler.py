@@ -1,0 +1,71 @@
+import pytest
+
+from edge_runtime.config import SchedulerConfig
+from edge_runtime.scheduler import Scheduler, TtftPredictor
+
+
+def test_calibration_fits_overhead_and_rate():
+    p = TtftPredictor()
+    p.calibrate([(10, 0.030), (110, 0.230)])
+    assert p.per_token_s == pytest.approx(0.002)
+    assert p.overhead_s == pytest.approx(0.010)
+    assert p.predict(60) == pytest.approx(0.130)
+
+
+def test_calibration_needs_two_samples():
+    with pytest.raises(ValueError):
+        TtftPredictor().calibrate([(10, 0.1)])
+
+
+def test_observations_move_the_rate_toward_reality():
+    p = TtftPredictor(alpha=0.5, overhead_s=0.0, per_token_s=0.001)
+    p.observe(100, 0.300)          # real rate 3 ms/token
+    assert p.per_token_s == pytest.approx(0.002)
+    p.observe(100, 0.300)
+    assert p.per_token_s == pytest.approx(0.0025)
+
+
+def _sched(budget_ms=150.0, **kw):
+    return Scheduler(SchedulerConfig(budget_ms=budget_ms, **kw),
+                     TtftPredictor(overhead_s=0.010, per_token_s=0.001))
+
+
+def test_within_budget_goes_local_with_reason():
+    d = _sched().decide(50, "oos", cloud_enabled=True, cloud_available=True)
+    assert d.route == "local" and d.code == "within_budget"
+    assert "60 ms <= 150 ms budget" in d.reason
+
+
+def test_over_budget_goes_to_cloud_when_available():
+    d = _sched(budget_ms=1).decide(50, "oos", cloud_enabled=True, cloud_available=True)
+    assert d.route == "cloud" and "> 1 ms budget" in d.reason
+
+
+def test_over_budget_stays_local_when_cloud_down():
+    d = _sched(budget_ms=1).decide(50, "oos", cloud_enabled=True, cloud_available=False)
+    assert d.route == "local" and d.code == "cloud_unavailable"
+    assert "cloud unavailable" in d.reason
+
+
+def test_per_intent_and_per_request_budgets():
+    s = _sched(budget_ms=1, intent_budgets_ms={"oos": 1000})
+    assert s.decide(50, "oos", cloud_enabled=True, cloud_available=True).route == "local"
+    assert s.decide(50, "oos", cloud_enabled=True, cloud_available=True,
+                    intent_budget_ms=1).route == "cloud"
+
+
+def test_queue_wait_counts_requests_in_flight():
+    s = _sched()
+    s.predictor.service_s = 0.5
+    s.local_started()
+    d = s.decide(50, "oos", cloud_enabled=True, cloud_available=True)
+    assert d.route == "cloud" and d.predicted_ttft_s == pytest.approx(0.56)
+    s.local_finished(50, 0.06, 0.5)
+    assert s.decide(50, "oos", cloud_enabled=True, cloud_available=True).route == "local"
+
+
+def test_thermal_slowdown_scales_the_prediction():
+    s = Scheduler(SchedulerConfig(), TtftPredictor(overhead_s=0.0, per_token_s=0.002),
+                  slowdown=lambda: 2.0)
+    d = s.decide(50, "oos", cloud_enabled=True, cloud_available=True)
+    assert d.route == "cloud" and "thermal slowdown" in d.reason
