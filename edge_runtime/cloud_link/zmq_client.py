@@ -292,7 +292,7 @@ class ZmqCloudClient:
             if self._connected:
                 self._ping()
             silent_s = self._clock.monotonic() - self._last_seen
-            if silent_s > self._silence_s:
+            if silent_s > self._silence_s and self._state != "down":
                 self._mark_down(f"no reply from the gateway for {silent_s:.1f} s "
                                 f"(heartbeat every {self.cfg.health_interval_s:g} s)")
             await asyncio.sleep(self.cfg.health_interval_s)

@@ -142,6 +142,7 @@ def read_gguf(path: Path) -> GgufModel:
         metadata={"name": _field(reader, "general.name", ""),
                   "file_type": _field(reader, "general.file_type"),
                   "tokenizer_pre": _field(reader, "tokenizer.ggml.pre", ""),
+                  "tokenizer_model": _field(reader, "tokenizer.ggml.model", "gpt2"),
                   "add_bos": bool(_field(reader, "tokenizer.ggml.add_bos_token", False))},
     )
     _check_tensors(model)

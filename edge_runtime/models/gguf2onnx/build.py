@@ -1,0 +1,98 @@
+"""``build_llm``: GGUF -> model.onnx + tokenizer.json + model_config.json (no torch)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+import onnx
+
+from .graph import build_graph
+from .gguf_weights import GgufModel, read_gguf, sha256_file
+from .tokenizer import write_tokenizer
+
+log = logging.getLogger(__name__)
+
+BUILDER_VERSION = "gguf2onnx-1"
+MODEL_FILE = "model.onnx"
+EXTERNAL_DATA_FILE = "model.onnx.data"
+_PROTO_LIMIT = 1_800_000_000  # bytes; protobuf caps a single message at 2 GiB
+
+
+def _end_of_turn_ids(model: GgufModel) -> list[int]:
+    ids = {model.eos_id}
+    for name in ("<|im_end|>", "<|eot_id|>", "<|end_of_turn|>", "<end_of_turn>", "<|endoftext|>"):
+        if name in model.tokens:
+            ids.add(model.tokens.index(name))
+    return sorted(ids)
+
+
+def model_config(model: GgufModel, sha256: str, accuracy_level: int) -> dict:
+    hp = model.hparams
+    return {
+        "builder_version": BUILDER_VERSION,
+        "architecture": "llama",
+        "model_file": MODEL_FILE,
+        "name": model.metadata.get("name", ""),
+        "source_file": model.path.name,
+        "source_sha256": sha256,
+        "num_layers": hp.n_layers,
+        "hidden_size": hp.hidden,
+        "num_attention_heads": hp.n_heads,
+        "num_key_value_heads": hp.n_kv_heads,
+        "head_dim": hp.head_dim,
+        "vocab_size": hp.vocab,
+        "context_length": hp.context_length,
+        "rope_theta": hp.rope_theta,
+        "rms_eps": hp.rms_eps,
+        "bos_token_id": model.bos_id,
+        "eos_token_id": model.eos_id,
+        "end_of_turn_token_ids": _end_of_turn_ids(model),
+        "add_bos_token": bool(model.metadata.get("add_bos", False)),
+        "chat_template": model.chat_template,
+        "accuracy_level": accuracy_level,
+        "kv_cache_dtype": "float32",
+        "io": {"inputs": ["input_ids", "attention_mask", "position_ids",
+                          "past_key_values.{i}.key", "past_key_values.{i}.value"],
+               "outputs": ["logits", "present.{i}.key", "present.{i}.value"],
+               "kv_layout": "batch,kv_heads,seq,head_dim",
+               "past_present_share_buffer": True},
+    }
+
+
+def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4) -> dict:
+    """Convert ``gguf_path`` into ``out_dir`` and return a small info dict.
+
+    ``accuracy_level`` is MatMulNBits' compute type: 4 = int8 activations (fast, what
+    llama.cpp does for Q4_1/Q8_0 dot products), 1 = fp32 activations (bit-faithful, ~2x
+    slower per matmul). Files are written to a temporary name and renamed, so a crash
+    never leaves a half-written model.onnx behind.
+    """
+    t0 = time.perf_counter()
+    gguf_path, out_dir = Path(gguf_path), Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sha = sha256_file(gguf_path) if gguf_path.is_file() else ""
+    model = read_gguf(gguf_path)
+    write_tokenizer(model, out_dir)
+    proto = build_graph(model, accuracy_level=accuracy_level,
+                        lm_head_accuracy_level=accuracy_level)
+    tmp = out_dir / (MODEL_FILE + ".tmp")
+    external = proto.ByteSize() > _PROTO_LIMIT
+    if external:
+        onnx.save_model(proto, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True,
+                        location=EXTERNAL_DATA_FILE, size_threshold=1024)
+    else:
+        onnx.save_model(proto, str(tmp))
+    os.replace(tmp, out_dir / MODEL_FILE)
+    cfg = model_config(model, sha, accuracy_level)
+    (out_dir / "model_config.json").write_text(json.dumps(cfg, indent=2))
+    size = sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file())
+    info = {"model_dir": str(out_dir), "model_file": MODEL_FILE, "external_data": external,
+            "bytes_on_disk": size, "layers": model.hparams.n_layers,
+            "vocab": model.hparams.vocab, "source_sha256": sha,
+            "accuracy_level": accuracy_level, "builder_version": BUILDER_VERSION,
+            "seconds": round(time.perf_counter() - t0, 2)}
+    log.info("built %s", info)
+    return info

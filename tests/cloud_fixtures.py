@@ -1,0 +1,154 @@
+"""Shared helpers for the cloud-link tests: a scriptable in-process ROUTER and gateway helpers."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Awaitable, Callable
+
+import zmq
+import zmq.asyncio
+
+from edge_runtime.config import CloudConfig
+from edge_runtime.protocol import Chunk, Done, Ping, Pong, Request, decode, encode
+
+READY_RE = re.compile(r"edge-cloud ready on (tcp://\S+)")
+
+
+def free_tcp_endpoint() -> str:
+    """A loopback endpoint with nothing listening on it (the port was free a moment ago)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+
+
+def fast_cloud_config(endpoint: str, **changes) -> CloudConfig:
+    """Timeouts short enough for tests (seconds of waiting would slow the suite, not fix it)."""
+    base = CloudConfig(endpoint=endpoint, deadline_ms=3000.0, first_token_timeout_ms=1000.0,
+                       connect_timeout_ms=1000.0, health_interval_s=0.1)
+    return replace(base, **changes)
+
+
+Handler = Callable[["FakeGateway", bytes, Request], Awaitable[None]]
+
+
+async def stream_words(gw: "FakeGateway", peer: bytes, req: Request) -> None:
+    """Default fake behaviour: answer "hello cloud world" in three chunks, then Done."""
+    for i, word in enumerate(["hello", " cloud", " world"]):
+        await gw.send(peer, Chunk(req.id, i, word))
+    await gw.send(peer, Done(req.id, 3, 3, "stop"))
+
+
+class FakeGateway:
+    """A scriptable ROUTER on loopback that speaks the wire protocol (an asyncio task).
+
+    ``on_request`` decides how each Request is answered; ``answer_pings`` can be switched
+    off to simulate a hung gateway; ``received`` records every decoded message.
+    """
+
+    def __init__(self, on_request: Handler = stream_words, endpoint: str = "tcp://127.0.0.1:0"):
+        self.on_request = on_request
+        self.answer_pings = True
+        self.received: list[object] = []
+        self._bind = endpoint
+        self.endpoint = ""
+        self._ctx = zmq.asyncio.Context()
+        self._sock: zmq.asyncio.Socket | None = None
+        self._task: asyncio.Task | None = None
+        self._handlers: set[asyncio.Task] = set()
+
+    async def __aenter__(self) -> "FakeGateway":
+        self._sock = self._ctx.socket(zmq.ROUTER)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.bind(self._bind)
+        self.endpoint = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._task = asyncio.create_task(self._loop())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def stop(self) -> None:
+        for t in [self._task, *self._handlers]:
+            if t is not None:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+        if self._sock is not None:
+            self._sock.close(0)
+            self._sock = None
+        self._ctx.destroy(linger=0)
+
+    async def send(self, peer: bytes, msg: object) -> None:
+        await self._sock.send_multipart([peer, encode(msg)])
+
+    async def send_raw(self, peer: bytes, data: bytes) -> None:
+        await self._sock.send_multipart([peer, data])
+
+    def of_type(self, cls: type) -> list:
+        return [m for m in self.received if isinstance(m, cls)]
+
+    async def _loop(self) -> None:
+        while True:
+            peer, data = await self._sock.recv_multipart()
+            msg = decode(data)
+            self.received.append(msg)
+            if isinstance(msg, Ping) and self.answer_pings:
+                await self.send(peer, Pong(msg.nonce))
+            elif isinstance(msg, Request):
+                task = asyncio.create_task(self.on_request(self, peer, msg))
+                self._handlers.add(task)
+                task.add_done_callback(self._handlers.discard)
+
+
+async def wait_until(predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    """Poll ``predicate`` (every 10 ms) until it holds; fail the test after ``timeout_s``."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout_s
+    while not predicate():
+        if loop.time() > end:
+            raise AssertionError(f"condition not reached within {timeout_s} s")
+        await asyncio.sleep(0.01)
+
+
+@contextlib.contextmanager
+def gateway_process(*args: str, bind: str = "tcp://127.0.0.1:0", timeout_s: float = 60.0):
+    """Run ``edge-cloud serve --bind BIND ARGS`` as a subprocess; yield (process, endpoint).
+
+    The endpoint is read from the readiness line, so port 0 (a free port) works.
+    """
+    cmd = [sys.executable, "-m", "cloud_fallback.cli", "serve", "--bind", bind, *args]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env, cwd=Path(__file__).resolve().parents[1])
+    lines: list[str] = []
+    try:
+        end = time.monotonic() + timeout_s
+        endpoint = None
+        while endpoint is None:
+            line = proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"edge-cloud exited with {proc.wait()} before it was ready:\n"
+                                     + "".join(lines))
+            lines.append(line)
+            m = READY_RE.search(line)
+            endpoint = m.group(1) if m else None
+            if time.monotonic() > end:
+                raise AssertionError("edge-cloud not ready in time:\n" + "".join(lines))
+        yield proc, endpoint
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        proc.stdout.close()
