@@ -113,7 +113,7 @@ class Gateway:
         for t in self._threads:
             t.start()
         self._ready.wait(5.0)
-        log.info("edge-cloud ready on %s (backend %s, %d worker(s), queue %d)", self.endpoint,
+        log.info("edge-cloud serving on %s (backend %s, %d worker(s), queue %d)", self.endpoint,
                  type(self.backend).__name__, self._workers_n, self._jobs.maxsize)
         return self.endpoint
 

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Protocol
 
 from .cache.base import CachedAnswer
 from .clock import SYSTEM_CLOCK, Clock
@@ -22,6 +22,23 @@ from .scheduler import Decision, Scheduler
 from .types import CancelToken, GenerationParams, Intent, Message, Result, Timings
 
 log = logging.getLogger(__name__)
+
+
+class AnswerSink(Protocol):
+    """Receives answer pieces on the event loop as they arrive (must not block)."""
+
+    def piece(self, text: str) -> None: ...
+
+    def reset(self) -> None:
+        """The pieces so far are void (a cloud answer failed midway); a new answer follows."""
+
+
+class _NullSink:
+    def piece(self, text: str) -> None:
+        pass
+
+    def reset(self) -> None:
+        pass
 
 
 @dataclass
@@ -72,8 +89,10 @@ class Pipeline:
 
     # -- the flow ------------------------------------------------------------------------
     async def ask(self, text: Any, *, cancel: CancelToken | None = None,
-                  timings: Timings | None = None, budget_ms: float | None = None) -> Result:
-        """Answer one request. ``budget_ms`` overrides the latency budget for this request."""
+                  timings: Timings | None = None, budget_ms: float | None = None,
+                  sink: AnswerSink | None = None) -> Result:
+        """Answer one request. ``budget_ms`` overrides the latency budget for this request;
+        ``sink`` receives the answer's pieces as they arrive (for streamed speech)."""
         t0 = self.clock.monotonic()
         timings = timings or Timings()
         if self._admission.locked():
@@ -85,7 +104,8 @@ class Pipeline:
             self.metrics.queue_depth.set(self.in_flight)
             try:
                 result = await self._answer(validate_text(text, self.cfg.nlu.max_text_chars),
-                                            t0, timings, cancel or CancelToken(), budget_ms)
+                                            t0, timings, cancel or CancelToken(), budget_ms,
+                                            sink or _NullSink())
                 self.metrics.requests.labels("ok").inc()
                 return result
             except EdgeError as exc:
@@ -97,12 +117,14 @@ class Pipeline:
                 self.metrics.queue_depth.set(self.in_flight)
 
     async def _answer(self, text: str, t0: float, timings: Timings,
-                      cancel: CancelToken, budget_ms: float | None) -> Result:
+                      cancel: CancelToken, budget_ms: float | None,
+                      sink: AnswerSink) -> Result:
         intent = await self._timed("nlu", timings, self.s.understander.parse, text)
         spec = self.s.understander.intents.spec(intent.name)
 
         if spec.skill and (skill := self.s.skills.get(spec.skill)) is not None:
             answer = await self._run(skill.handle, intent, text)
+            sink.piece(answer)
             return self._finish(text, intent, "skill", "none", f"skill {spec.skill} handles "
                                 f"intent {intent.name}", answer, t0, timings, "skill")
 
@@ -111,6 +133,7 @@ class Pipeline:
             hit = await self._timed("cache", timings, self.s.cache.get, key)
             self.metrics.observe_cache("hit" if hit else "miss")
             if hit is not None:
+                sink.piece(hit.answer)
                 return self._finish(text, intent, "cache", "none", f"answer cache hit (first "
                                     f"answered by {hit.route})", hit.answer, t0, timings,
                                     "cache_hit")
@@ -124,16 +147,18 @@ class Pipeline:
         answer: str | None = None
         if decision.route == "cloud":
             try:
-                answer = await self._collect(self._cloud_stream(messages), t0, timings)
+                answer = await self._collect(self._cloud_stream(messages), t0, timings, sink)
             except CloudUnavailableError as exc:
                 route, reason = "local", f"{decision.reason}; cloud failed ({exc.message}), " \
                                          f"answered locally"
                 decision = Decision("local", reason, "cloud_failed", decision.predicted_ttft_s,
                                     decision.budget_s)
                 timings.first_token = None
+                sink.reset()           # drop any cloud pieces already handed on
         if answer is None:
             route, device = "local", self._local_device()
-            answer = await self._collect(self._local_stream(messages, cancel), t0, timings)
+            answer = await self._collect(self._local_stream(messages, cancel), t0, timings,
+                                         sink)
         if key is not None and answer and not cancel.cancelled:
             entry = CachedAnswer(answer=answer, route=route, created_at=self.clock.time(),
                                  model=self.cfg.llm.model)
@@ -210,12 +235,14 @@ class Pipeline:
                 cancel.cancel()
             await asyncio.shield(fut)
 
-    async def _collect(self, stream: AsyncIterator[str], t0: float, timings: Timings) -> str:
+    async def _collect(self, stream: AsyncIterator[str], t0: float, timings: Timings,
+                       sink: AnswerSink) -> str:
         pieces: list[str] = []
         async for piece in stream:
             if timings.first_token is None:
                 timings.first_token = self.clock.monotonic() - t0
             pieces.append(piece)
+            sink.piece(piece)
         return "".join(pieces).strip()
 
     def _params(self) -> GenerationParams:

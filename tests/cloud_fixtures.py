@@ -8,7 +8,7 @@ import re
 import socket
 import subprocess
 import sys
-import time
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Awaitable, Callable
@@ -118,31 +118,48 @@ async def wait_until(predicate: Callable[[], bool], timeout_s: float = 5.0) -> N
         await asyncio.sleep(0.01)
 
 
+class GatewayProcess:
+    """A running ``edge-cloud serve`` subprocess; ``output`` collects its stdout+stderr lines."""
+
+    def __init__(self, proc: subprocess.Popen, endpoint: str, output: list[str]) -> None:
+        self.proc, self.endpoint, self.output = proc, endpoint, output
+
+    def log(self) -> str:
+        return "".join(self.output)
+
+
 @contextlib.contextmanager
 def gateway_process(*args: str, bind: str = "tcp://127.0.0.1:0", timeout_s: float = 60.0):
-    """Run ``edge-cloud serve --bind BIND ARGS`` as a subprocess; yield (process, endpoint).
+    """Run ``edge-cloud serve --bind BIND ARGS`` as a subprocess; yield a :class:`GatewayProcess`.
 
-    The endpoint is read from the readiness line, so port 0 (a free port) works.
+    The endpoint is read from the readiness line, so port 0 (a free port) works. Output is
+    drained by a thread so the child never blocks on a full pipe.
     """
     cmd = [sys.executable, "-m", "cloud_fallback.cli", "serve", "--bind", bind, *args]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=env, cwd=Path(__file__).resolve().parents[1])
-    lines: list[str] = []
-    try:
-        end = time.monotonic() + timeout_s
-        endpoint = None
-        while endpoint is None:
-            line = proc.stdout.readline()
-            if not line:
-                raise AssertionError(f"edge-cloud exited with {proc.wait()} before it was ready:\n"
-                                     + "".join(lines))
-            lines.append(line)
+    output: list[str] = []
+    found: list[str] = []
+    ready = threading.Event()
+
+    def drain() -> None:
+        for line in proc.stdout:
+            output.append(line)
             m = READY_RE.search(line)
-            endpoint = m.group(1) if m else None
-            if time.monotonic() > end:
-                raise AssertionError("edge-cloud not ready in time:\n" + "".join(lines))
-        yield proc, endpoint
+            if m and not found:
+                found.append(m.group(1))
+                ready.set()
+        ready.set()   # EOF: the process is gone
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        ready.wait(timeout_s)
+        if not found:
+            raise AssertionError(f"edge-cloud not ready (exit code {proc.poll()}):\n"
+                                 + "".join(output))
+        yield GatewayProcess(proc, found[0], output)
     finally:
         if proc.poll() is None:
             proc.terminate()
@@ -151,4 +168,4 @@ def gateway_process(*args: str, bind: str = "tcp://127.0.0.1:0", timeout_s: floa
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        proc.stdout.close()
+        reader.join(5)

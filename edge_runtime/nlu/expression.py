@@ -76,7 +76,8 @@ _NUM_RE = re.compile(r"\d+(?:\.\d*)?|\.\d+")
 
 
 def _fmt(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(value)
+    text = str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(value)
+    return f"( {text} )" if value < 0 else text
 
 
 def _symbols(tokens: list[Token]) -> list[str | None]:
@@ -87,7 +88,7 @@ def _symbols(tokens: list[Token]) -> list[str | None]:
     while i < len(tokens):
         tok = tokens[i]
         if tok.is_number:
-            out.append(_fmt(tok.value))  # type: ignore[arg-type]
+            out.extend(_fmt(tok.value).split())  # type: ignore[arg-type]
             i += 1
             continue
         for verb, joiners, op, swap in _PREFIX:
@@ -126,7 +127,7 @@ def extract_expression(tokens: list[Token]) -> str | None:
     for run in runs:
         if not any(s in ("+", "-", "*", "/", "^", "%", "sqrt", "cbrt") for s in run):
             continue
-        if not any(_NUM_RE.fullmatch(s) for s in run):
+        if not any(_NUM_RE.fullmatch(s.lstrip("-")) for s in run):
             continue
         text = " ".join(run)
         try:

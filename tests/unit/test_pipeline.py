@@ -80,3 +80,25 @@ async def test_consumer_going_away_cancels_generation():
     assert await stream.__anext__() == "a "
     await stream.aclose()
     assert cancel.cancelled
+
+
+class ListSink:
+    def __init__(self):
+        self.events = []
+
+    def piece(self, text):
+        self.events.append(text)
+
+    def reset(self):
+        self.events.append("<reset>")
+
+
+async def test_sink_gets_pieces_and_a_reset_when_the_cloud_fails_midway():
+    p = make_pipeline(budget_ms=1, cloud=FakeCloud(fail_after=1))
+    sink = ListSink()
+    r = await p.ask("why is the sky blue", sink=sink)
+    assert sink.events == ["From ", "<reset>", "Light ", "scatters."]
+    assert r.answer == "Light scatters."
+    sink = ListSink()
+    await p.ask("what time is it", sink=sink)
+    assert sink.events == ["It is noon."]
