@@ -14,6 +14,7 @@ Use from Python (tests)::
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import signal
@@ -51,13 +52,15 @@ class Gateway:
 
     ``workers``: concurrent generations (1 for a single model session);
     ``queue_size``: requests waiting for a worker before new ones get ``overloaded``;
+    ``max_new_tokens``: cap on a request's ``params.max_new_tokens`` (bounds work per request);
     ``curve``: CURVE keys and client allow-list (required off loopback unless
     ``allow_insecure``).
     """
 
     def __init__(self, backend: Backend, bind: str = "tcp://127.0.0.1:5555", *,
-                 workers: int = 1, queue_size: int = 8, clock: Clock = SYSTEM_CLOCK,
-                 curve: CurveServer | None = None, allow_insecure: bool = False) -> None:
+                 workers: int = 1, queue_size: int = 8, max_new_tokens: int = 512,
+                 clock: Clock = SYSTEM_CLOCK, curve: CurveServer | None = None,
+                 allow_insecure: bool = False) -> None:
         if workers < 1 or queue_size < 1:
             raise ConfigError("gateway workers and queue size must be >= 1",
                               hint="pass --workers N and --queue-size N with N >= 1")
@@ -68,6 +71,7 @@ class Gateway:
         self.backend = backend
         self._bind = bind
         self._workers_n = workers
+        self._max_new_tokens = max_new_tokens
         self._clock = clock
         self._curve = curve
         self._jobs: queue.Queue[_Job] = queue.Queue(maxsize=queue_size)
@@ -93,6 +97,7 @@ class Gateway:
         router.setsockopt(zmq.SNDHWM, 10_000)
         router.setsockopt(zmq.RCVHWM, 1_000)
         router.setsockopt(zmq.MAXMSGSIZE, 2 << 20)   # the protocol caps frames at 1 MiB
+        router.setsockopt(zmq.ROUTER_HANDOVER, 1)     # a reconnecting device keeps its identity
         if self._curve is not None:
             self._curve.apply(self._ctx, router)
         try:
@@ -233,6 +238,9 @@ class Gateway:
                           "request was queued (check both clocks with NTP)", False)
         if self._stop.is_set():
             return reject(ERR_SHUTTING_DOWN, "the gateway is shutting down", True)
+        if req.params.max_new_tokens > self._max_new_tokens:
+            req = dataclasses.replace(req, params=dataclasses.replace(
+                req.params, max_new_tokens=self._max_new_tokens))
         job = _Job(peer, req)
         try:
             self._jobs.put_nowait(job)
@@ -304,8 +312,7 @@ class Gateway:
                     pieces += 1
             if job.cancel.cancelled:
                 return
-            emit(Done(req.id, self._prompt_tokens(req), pieces,
-                      "length" if pieces >= req.params.max_new_tokens else "stop"), True)
+            emit(Done(req.id, *self._usage(req, pieces)), True)
         except Exception as exc:   # a backend failure answers this request, never kills the worker
             log.warning("request %s failed in the backend: %s", req.id, exc)
             emit(Error(req.id, ERR_BACKEND, f"{type(exc).__name__}: {exc}",
@@ -315,14 +322,18 @@ class Gateway:
             if close is not None:
                 close()
 
-    def _prompt_tokens(self, req: Request) -> int:
-        count = getattr(self.backend, "prompt_tokens", None)
-        if count is None:
-            return 0
+    def _usage(self, req: Request, pieces: int) -> tuple[int, int, str]:
+        """(prompt_tokens, completion_tokens, finish_reason) for Done; informative only."""
         try:
-            return int(count(req.messages))
-        except Exception:  # usage is informative only
-            return 0
+            usage = getattr(self.backend, "last_usage", lambda: None)()
+            if usage is not None:
+                return int(usage[0]), int(usage[1]), str(usage[2])
+            count = getattr(self.backend, "prompt_tokens", None)
+            prompt = int(count(req.messages)) if count is not None else 0
+        except Exception:  # a usage failure must not fail a finished answer
+            log.debug("usage of request %s unavailable", req.id, exc_info=True)
+            prompt = 0
+        return prompt, pieces, "length" if pieces >= req.params.max_new_tokens else "stop"
 
 
 def serve(gateway: Gateway, *, ready: Callable[[str], None] | None = None) -> None:

@@ -11,7 +11,10 @@ import dataclasses
 import ipaddress
 import json
 import os
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (JetPack 6)
+    import tomli as tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path

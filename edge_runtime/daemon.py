@@ -138,6 +138,8 @@ async def serve(cfg: Config) -> None:
             except asyncio.TimeoutError:
                 pass
             systemd_notify.watchdog_ping()
+            # re-probe failed cache tiers even without traffic, off the event loop
+            await loop.run_in_executor(None, rt.stages.cache.probe_due)
             rt.refresh_gauges()
     finally:
         log.info("edge-runtime shutting down")

@@ -21,15 +21,11 @@ _CALIBRATION = ("Hi.", " ".join(["Tell me something interesting about the ocean,
                                  "and the history of sailing ships in northern Europe."] * 3))
 
 
-def _slowdown_for(cfg: Config, clock: Clock):
-    """The device's throttling factor for the scheduler (1.0 unless a simulated device)."""
-    try:
-        from .device import get_profile, simulated_device_for
-    except ImportError:
-        return None
+def _device_for(cfg: Config, clock: Clock):
+    """The device profile and its live or simulated telemetry (None on a plain x86 box)."""
+    from .device import device_monitor_for, get_profile
     profile = get_profile(cfg.device.profile)
-    sim = simulated_device_for(profile, clock)
-    return sim.slowdown if sim is not None else None
+    return profile, device_monitor_for(profile, clock)
 
 
 def load_llm(cfg: Config, store: ModelStore):
@@ -60,10 +56,11 @@ def build_stages(cfg: Config, clock: Clock = SYSTEM_CLOCK, *, with_llm: bool = T
     if cfg.cloud.enabled:
         from .cloud_link import ZmqCloudClient
         cloud = ZmqCloudClient(cfg.cloud, clock)
-    slowdown = _slowdown_for(cfg, clock)
+    profile, monitor = _device_for(cfg, clock)
     return Stages(understander=understander, skills=skills, cache=cache,
                   make_key=make_key, ttl_for=lambda spec: ttl_for(spec, cfg.cache),
-                  scheduler=Scheduler(cfg.scheduler, slowdown=slowdown), llm=llm,
+                  scheduler=Scheduler(cfg.scheduler, device=monitor, latency=profile.latency),
+                  llm=llm,
                   llm_error=llm_error, cloud=cloud)
 
 

@@ -13,7 +13,7 @@ CONF_DIR=/etc/edge-runtime
 UNIT_DIR=/etc/systemd/system
 CACHE_DIR=/var/cache/edge-runtime
 SERVICE_USER=edge-runtime
-EXTRAS="tts,asr-whisper"
+EXTRAS="build,tts,asr-whisper"
 # NVIDIA's Jetson AI Lab index (JetPack 6, CUDA 12.6): onnxruntime-gpu with CUDA + TensorRT.
 ORT_INDEX="https://pypi.jetson-ai-lab.io/jp6/cu126"
 PROFILE=""

@@ -17,7 +17,7 @@ import zmq
 import zmq.asyncio
 
 from edge_runtime.config import CloudConfig
-from edge_runtime.protocol import Chunk, Done, Ping, Pong, Request, decode, encode
+from edge_runtime.protocol import Chunk, Done, Error, Ping, Pong, Request, decode, encode
 
 READY_RE = re.compile(r"edge-cloud ready on (tcp://\S+)")
 
@@ -34,6 +34,39 @@ def fast_cloud_config(endpoint: str, **changes) -> CloudConfig:
     base = CloudConfig(endpoint=endpoint, deadline_ms=3000.0, first_token_timeout_ms=1000.0,
                        connect_timeout_ms=1000.0, health_interval_s=0.1)
     return replace(base, **changes)
+
+
+class Peer:
+    """A synchronous DEALER speaking the wire protocol (for gateway tests)."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(endpoint)
+
+    def send(self, msg) -> None:
+        self.sock.send(encode(msg))
+
+    def recv(self, timeout_s: float = 5.0):
+        if not self.sock.poll(int(timeout_s * 1000)):
+            raise AssertionError(f"no message within {timeout_s} s")
+        return decode(self.sock.recv())
+
+    def answer(self, rid: str) -> list:
+        """Every message of request ``rid`` up to and including its Done/Error."""
+        out = []
+        while True:
+            msg = self.recv()
+            if getattr(msg, "id", None) == rid:
+                out.append(msg)
+                if isinstance(msg, (Done, Error)):
+                    return out
+
+    def close(self) -> None:
+        self.sock.close(0)
+        self.ctx.term()
+
 
 
 Handler = Callable[["FakeGateway", bytes, Request], Awaitable[None]]

@@ -21,5 +21,9 @@ class Backend(Protocol):
         """Yield text pieces as they are produced; stop early when ``cancel.cancelled``.
         Raise :class:`BackendError` (or any exception) on failure. Runs in a worker thread."""
 
+    # Optional: ``prompt_tokens(messages) -> int`` and ``last_usage() -> (prompt_tokens,
+    # completion_tokens, finish_reason) | None`` (for the generate just finished in this
+    # thread); without them the gateway reports pieces streamed as completion tokens.
+
     def close(self) -> None:
         """Release models/connections (called once at gateway shutdown)."""

@@ -10,6 +10,9 @@ from edge_runtime.errors import ModelLoadError
 from edge_runtime.types import CancelToken, GenerationParams, Message
 
 log = logging.getLogger(__name__)
+# engine stop reasons -> wire finish_reason
+_FINISH = {"max_new_tokens": "length", "context_full": "length", "cancelled": "cancelled",
+           "end_of_turn": "stop", "sentences": "stop"}
 
 
 class EmbeddedBackend:
@@ -38,6 +41,7 @@ class EmbeddedBackend:
         self._engine = load_engine(model_dir, **kwargs)
         self.model_name = model_name or getattr(self._engine, "model_name", "")
         self._lock = threading.Lock()
+        self._local = threading.local()          # usage of the last generate, per worker thread
         log.info("embedded backend: model %s from %s on %s", self.model_name, model_dir,
                  getattr(self._engine, "device", "?"))
 
@@ -50,8 +54,18 @@ class EmbeddedBackend:
 
     def generate(self, messages: Sequence[Message], params: GenerationParams,
                  cancel: CancelToken) -> Iterator[str]:
+        self._local.usage = None
         with self._lock:   # a session decodes one sequence at a time
             yield from self._engine.generate(messages, params, cancel)
+            stats = dict(getattr(self._engine, "last_stats", None) or {})
+        if stats:
+            reason = _FINISH.get(str(stats.get("stop_reason")), "stop")
+            self._local.usage = (int(stats.get("prompt_tokens") or 0),
+                                 int(stats.get("new_tokens") or 0), reason)
+
+    def last_usage(self) -> tuple[int, int, str] | None:
+        """(prompt_tokens, completion_tokens, finish_reason) of this thread's last generate."""
+        return getattr(self._local, "usage", None)
 
     def close(self) -> None:
         close = getattr(self._engine, "close", None)

@@ -1,0 +1,41 @@
+"""Speech recognition: one streaming interface (``base.AsrEngine``), one file per backend.
+
+Backends are imported only when chosen; a missing one fails with an install hint.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+from ..errors import ConfigError
+from .base import AsrEngine, AsrError, AsrStream, BufferedStream, Transcript
+
+BACKENDS = {
+    "whisper": ("faster_whisper", "pip install 'edge-runtime[asr-whisper]'"),
+    "pocketsphinx": ("pocketsphinx", "pip install 'edge-runtime[asr-sphinx]'"),
+}
+
+
+def available_backends() -> list[str]:
+    return [b for b, (mod, _) in BACKENDS.items() if importlib.util.find_spec(mod) is not None]
+
+
+def load_asr(backend: str = "whisper", *, model_dir: str = "", threads: int = 2,
+             beam_size: int = 1, window_s: float = 10.0,
+             partial_every_s: float = 0.5) -> AsrEngine:
+    """Build the chosen engine (loads the model: call off the event loop)."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"asr.backend {backend!r} is unknown",
+                          hint=f"choose one of {', '.join(BACKENDS)}")
+    module, hint = BACKENDS[backend]
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(f"ASR backend {backend!r} needs the {module} package", hint=hint)
+    if backend == "whisper":
+        from .whisper import WhisperAsr
+        return WhisperAsr(model_dir or None, threads=threads, beam_size=beam_size,
+                          window_s=window_s, partial_every_s=partial_every_s)
+    from .sphinx import SphinxAsr
+    return SphinxAsr(model_dir=model_dir)
+
+
+__all__ = ["AsrEngine", "AsrError", "AsrStream", "BufferedStream", "Transcript", "load_asr",
+           "available_backends", "BACKENDS"]

@@ -17,8 +17,9 @@ The rule (what ``make_key`` returns None for):
 
 The rule is deliberately conservative: a false "not cacheable" costs one model call, a
 false "cacheable" would speak yesterday's answer. Otherwise the key is built from the
-intent name plus, when the intent has slots, the canonical JSON of the normalized slots
-(so phrasing does not matter), else the normalized text (``nlu.text.normalize_text``:
+intent name plus, when the intent declares slots (``IntentSpec.slots``) and some are
+filled, the canonical JSON of those normalized slots (so phrasing does not matter; other
+extracted entities are ignored), else the normalized text (``nlu.text.normalize_text``:
 lower case, NFKC, punctuation removed, whitespace collapsed) after filler removal. The
 key is ``"v1:" + sha256(...)`` in hex: fixed length and safe for every tier.
 """
@@ -125,8 +126,9 @@ def make_key(intent: Intent, spec: IntentSpec, text: str) -> str | None:
     stripped = strip_fillers(text)
     if _reason_for_stripped(stripped) is not None:
         return None
-    if intent.slots:
-        material: dict[str, Any] = {"intent": intent.name, "slots": normalize_slots(intent.slots)}
+    declared = {k: v for k, v in intent.slots.items() if k in spec.slots}
+    if declared:
+        material: dict[str, Any] = {"intent": intent.name, "slots": normalize_slots(declared)}
     else:
         normalized = normalize_text(stripped)
         if not normalized:

@@ -116,8 +116,11 @@ class ZmqCloudClient:
             self._state = "up"
             self._state_known.set()
 
-    def _mark_down(self, reason: str) -> None:
-        self._reason = reason
+    def _mark_down(self, reason: str, *, override: bool = False) -> None:
+        """Declare the link down. The first reason of a down period is kept (later ones are
+        usually consequences, e.g. "lost" after a refused handshake) unless ``override``."""
+        if self._state != "down" or override:
+            self._reason = reason
         if self._state != "down":
             log.warning("cloud link down: %s", reason)
             self._state = "down"
@@ -139,6 +142,8 @@ class ZmqCloudClient:
     def _make_socket(self) -> zmq.asyncio.Socket:
         assert self._ctx is not None
         sock = self._ctx.socket(zmq.DEALER)
+        # a stable identity across reconnects, so the gateway routes Cancel to the right jobs
+        sock.setsockopt(zmq.ROUTING_ID, b"edge-" + uuid.uuid4().bytes)
         interval_ms = int(self.cfg.health_interval_s * 1000)
         for opt, value in ((zmq.LINGER, 0), (zmq.IMMEDIATE, 1), (zmq.SNDHWM, 100),
                            (zmq.RCVHWM, 10_000), (zmq.RECONNECT_IVL, 100),
@@ -185,6 +190,8 @@ class ZmqCloudClient:
         self._tasks = [asyncio.create_task(self._receive_loop(), name="cloud-link-recv"),
                        asyncio.create_task(self._monitor_loop(monitor), name="cloud-link-monitor"),
                        asyncio.create_task(self._heartbeat_loop(), name="cloud-link-heartbeat")]
+        for task in self._tasks:
+            task.add_done_callback(self._task_ended)
         if wait:
             try:
                 await asyncio.wait_for(self._state_known.wait(), self.cfg.connect_timeout_ms / 1e3)
@@ -223,13 +230,24 @@ class ZmqCloudClient:
 
     # -- background tasks --------------------------------------------------------------------
 
+    def _task_ended(self, task: asyncio.Task) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        log.error("cloud link task %s failed", task.get_name(), exc_info=task.exception())
+        self._mark_down(f"client task {task.get_name()} failed: {task.exception()!r}",
+                        override=True)
+
     def _send_nowait(self, msg: object) -> bool:
         """Send without blocking; False when no connection can take it (IMMEDIATE + HWM)."""
         if self._sock is None:
             return False
-        fut = self._sock.send(encode(msg), zmq.NOBLOCK)   # resolves at once with NOBLOCK
+        try:
+            fut = self._sock.send(encode(msg), zmq.NOBLOCK)   # resolves at once with NOBLOCK
+        except zmq.ZMQError as exc:
+            log.debug("send failed: %s", exc)
+            return False
         exc = fut.exception() if fut.done() else None
-        if isinstance(exc, zmq.Again):
+        if isinstance(exc, zmq.ZMQError):     # Again: no connection (IMMEDIATE) or HWM reached
             return False
         if exc is not None:
             raise exc
@@ -276,7 +294,7 @@ class ZmqCloudClient:
                     self._connected = False
                     self._mark_down("CURVE/ZMTP handshake with the gateway failed (check "
                                     "cloud.server_public_key and that the gateway allows this "
-                                    "device's public key)")
+                                    "device's public key)", override=True)
         finally:
             monitor.close(0)
 

@@ -150,3 +150,15 @@ class SimulatedDevice:
         i = self._index(t)
         return describe_state(self._samples[i], self.slowdown(t), self.gpu_available(t),
                               self.profile.gpu_nominal_mhz)
+
+
+def simulated_device_for(profile: DeviceProfile, clock: Clock, *, loop: bool = True
+                         ) -> SimulatedDevice | None:
+    """The simulated device of a simulated profile (e.g. ``sim-orin-nano``), else None.
+
+    A daemon replays the trace in a loop by default (normal -> throttled -> GPU lost ->
+    normal ...); tests that want the last state to hold pass ``loop=False``.
+    """
+    if not profile.simulated:
+        return None
+    return SimulatedDevice.from_profile(profile, clock, loop=loop)

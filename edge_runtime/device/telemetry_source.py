@@ -54,6 +54,11 @@ class TelemetrySource:
         """True when the ``tegrastats`` binary is on PATH (a Jetson)."""
         return shutil.which(TEGRASTATS) is not None
 
+    @property
+    def running(self) -> bool:
+        """True while the tegrastats process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
     def start(self) -> bool:
         """Start the process and reader thread; False (and a log line) when tegrastats is absent."""
         if self._proc is not None:

@@ -13,7 +13,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (JetPack 6)
+    import tomli as tomllib
 import urllib.request
 import zipfile
 from dataclasses import dataclass, field

@@ -21,11 +21,17 @@ class IntentSpec:
     budget_ms: float | None = None    # per-intent latency budget; None = scheduler.budget_ms
     slots: tuple[str, ...] = ()       # slot names the entity extractor should fill
     description: str = ""
+    abstain_without: tuple[str, ...] = ()  # none of these slots found -> answer as ``oos``
 
 
 @dataclass(frozen=True)
 class IntentSet:
     intents: dict[str, IntentSpec] = field(default_factory=dict)
+    source: str = ""                  # the file it was loaded from ("" = built in)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.intents)
 
     def spec(self, name: str) -> IntentSpec:
         """The spec for ``name``; unknown names and ``oos`` get the open-question spec."""

@@ -43,6 +43,10 @@ class ListMatcher:
     def names(self) -> tuple[str, ...]:
         return tuple(self._lists)
 
+    def key(self) -> tuple:
+        """A hashable summary of the configured lists (for caches)."""
+        return tuple((name, pairs) for name, pairs in self._lists.items())
+
     def values(self, name: str) -> tuple[str, ...]:
         return tuple(v for v, _ in self._lists.get(name, ()))
 

@@ -9,9 +9,23 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from typing import Protocol
 
 from ..config import SchedulerConfig
+
+
+class DeviceState(Protocol):
+    """What the scheduler reads of the device (edge_runtime.device monitors provide it)."""
+
+    def slowdown(self) -> float: ...
+
+    def gpu_available(self) -> bool: ...
+
+    def describe(self) -> str: ...
+
+
+class CpuGpuRatio(Protocol):
+    def ttft_s(self, prompt_tokens: int, *, gpu: bool = True, slowdown: float = 1.0) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -70,10 +84,13 @@ class TtftPredictor:
 
 class Scheduler:
     def __init__(self, cfg: SchedulerConfig, predictor: TtftPredictor | None = None,
-                 slowdown: Callable[[], float] | None = None) -> None:
+                 device: DeviceState | None = None, latency: CpuGpuRatio | None = None) -> None:
+        """``device``: live or simulated telemetry (throttling, GPU loss); ``latency``: the
+        profile's latency model, used for how much slower the CPU is when the GPU is lost."""
         self.cfg = cfg
         self.predictor = predictor or TtftPredictor(alpha=cfg.ewma_alpha)
-        self._slowdown = slowdown or (lambda: 1.0)
+        self.device = device
+        self.latency = latency
         self._lock = threading.Lock()
         self.local_in_flight = 0
 
@@ -86,10 +103,9 @@ class Scheduler:
                cloud_available: bool, intent_budget_ms: float | None = None,
                local_device: str = "cpu") -> Decision:
         budget = self.budget_s(intent, intent_budget_ms)
-        slow = max(self._slowdown(), 1.0)
+        slow, throttled = self._device_factor(prompt_tokens)
         predicted = self.predictor.predict(prompt_tokens, self.local_in_flight) * slow
         p_ms, b_ms = predicted * 1000.0, budget * 1000.0
-        throttled = f" (x{slow:.2f} thermal slowdown)" if slow > 1.0 else ""
         if predicted <= budget:
             return Decision("local", f"predicted local ttft {p_ms:.0f} ms{throttled} <= "
                             f"{b_ms:.0f} ms budget", "within_budget", predicted, budget)
@@ -101,6 +117,22 @@ class Scheduler:
             return Decision("local", f"{over}; cloud unavailable (link down), answering "
                             f"locally on {local_device}", "cloud_unavailable", predicted, budget)
         return Decision("cloud", over, "over_budget", predicted, budget)
+
+    def _device_factor(self, prompt_tokens: int) -> tuple[float, str]:
+        """How much slower than calibrated the device is now, and the words for it."""
+        if self.device is None:
+            return 1.0, ""
+        if not self.device.gpu_available():
+            factor = 1.0
+            if self.latency is not None:
+                n = max(prompt_tokens, 1)
+                factor = self.latency.ttft_s(n, gpu=False) / self.latency.ttft_s(n, gpu=True)
+            return max(factor, 1.0), f" (x{max(factor, 1.0):.2f}: gpu provider unavailable, " \
+                                     f"cpu only)"
+        slow = max(self.device.slowdown(), 1.0)
+        if slow <= 1.0:
+            return 1.0, ""
+        return slow, f" (x{slow:.2f} thermal slowdown: {self.device.describe()})"
 
     def local_started(self) -> None:
         with self._lock:

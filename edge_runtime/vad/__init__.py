@@ -1,0 +1,33 @@
+"""Voice activity detection and endpointing: silero (onnxruntime) or webrtc, then an
+endpointer that turns per-frame probabilities into utterances."""
+from __future__ import annotations
+
+import importlib.util
+
+from ..errors import ConfigError
+from .base import VadEngine, VadError
+from .endpointer import Endpointer, EndpointConfig, SpeechEnd, SpeechStart
+
+BACKENDS = {"silero": ("onnxruntime", "pip install onnxruntime && pip install --no-deps "
+                                      "silero-vad"),
+            "webrtc": ("webrtcvad", "pip install webrtcvad-wheels")}
+
+
+def load_vad(backend: str = "silero", *, model_path: str = "", threads: int = 1,
+             aggressiveness: int = 2) -> VadEngine:
+    """Build the chosen engine; its module is imported only when chosen."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"vad.backend {backend!r} is unknown",
+                          hint=f"choose one of {', '.join(BACKENDS)}")
+    module, hint = BACKENDS[backend]
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(f"VAD backend {backend!r} needs the {module} package", hint=hint)
+    if backend == "silero":
+        from .silero import SileroVad
+        return SileroVad(model_path or None, threads=threads)
+    from .webrtc import WebRtcVad
+    return WebRtcVad(aggressiveness)
+
+
+__all__ = ["VadEngine", "VadError", "Endpointer", "EndpointConfig", "SpeechStart", "SpeechEnd",
+           "load_vad", "BACKENDS"]

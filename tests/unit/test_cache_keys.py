@@ -114,7 +114,7 @@ def test_slotted_intents_key_on_normalized_slots_not_phrasing() -> None:
 
 
 def test_slot_json_is_canonical_for_order_and_number_forms() -> None:
-    spec = IntentSpec(name="convert", cacheable=True)
+    spec = IntentSpec(name="convert", cacheable=True, slots=("amount", "unit", "to"))
     a = key("x", Intent("convert", 1, {"amount": 5.0, "unit": "km", "to": ["Miles"]}), spec)
     b = key("y", Intent("convert", 1, {"to": ("miles",), "unit": "KM", "amount": 5}), spec)
     assert a == b
@@ -126,3 +126,18 @@ def test_ttl_precedence_spec_then_config_intent_then_default() -> None:
     assert ttl_for(IntentSpec(name="trivia"), cfg) == 50.0
     assert ttl_for(IntentSpec(name="other"), cfg) == 100.0
     assert ttl_for(IntentSpec(name="trivia", cache_ttl_s=0.0), cfg) == 0.0
+
+
+def test_open_questions_key_on_text_even_when_entities_were_extracted() -> None:
+    everest = key("how tall is mount everest in meters", Intent("oos", 0.2, {"unit": "meter"}))
+    moon = key("how far is the moon in meters", Intent("oos", 0.2, {"unit": "meter"}))
+    assert everest is not None and everest != moon
+    assert everest == key("How tall is Mount Everest in meters?", Intent("oos", 0.2))
+
+
+def test_undeclared_slots_do_not_change_a_slotted_key() -> None:
+    spec = IntentSpec(name="capital_of", cacheable=True, slots=("country",))
+    a = key("capital of france", Intent("capital_of", 0.9, {"country": "France"}), spec)
+    b = key("the capital of france in 2 words", Intent("capital_of", 0.9, {"country": "France", "number": 2}),
+            spec)
+    assert a is not None and a == b

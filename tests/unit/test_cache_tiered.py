@@ -130,7 +130,8 @@ def test_failed_tier_is_skipped_logged_once_and_recovers_after_backoff(
     assert low.get("c") is not None
 
 
-def test_probe_backoff_doubles_up_to_the_cap(clock: FakeClock) -> None:
+def test_probe_backoff_doubles_up_to_the_cap(clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="edge_runtime.cache")
     cache, _, _, low = three_tiers(clock)
     low.broken = True
     cache.get("k")                      # failure seen: first probe due 5 s later
@@ -144,6 +145,8 @@ def test_probe_backoff_doubles_up_to_the_cap(clock: FakeClock) -> None:
     gaps = [b - a for a, b in zip(probe_times, probe_times[1:])]
     assert probe_times[0] == 5
     assert gaps[:4] == [10, 20, 40, 60] and set(gaps[4:]) == {60}
+    assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1   # logged once
+    assert cache.error_counts()["redis"] == 1 + len(probe_times)
 
 
 def test_tier_broken_at_start_starts_failed(clock: FakeClock) -> None:

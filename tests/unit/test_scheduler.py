@@ -64,8 +64,51 @@ def test_queue_wait_counts_requests_in_flight():
     assert s.decide(50, "oos", cloud_enabled=True, cloud_available=True).route == "local"
 
 
+class Device:
+    def __init__(self, slow=1.0, gpu=True):
+        self.slow, self.gpu = slow, gpu
+
+    def slowdown(self):
+        return self.slow
+
+    def gpu_available(self):
+        return self.gpu
+
+    def describe(self):
+        return f"gpu at 1/{self.slow}"
+
+
+class Latency:
+    def ttft_s(self, n, *, gpu=True, slowdown=1.0):
+        return n * (0.001 if gpu else 0.004)
+
+
 def test_thermal_slowdown_scales_the_prediction():
     s = Scheduler(SchedulerConfig(), TtftPredictor(overhead_s=0.0, per_token_s=0.002),
-                  slowdown=lambda: 2.0)
+                  device=Device(slow=2.0))
     d = s.decide(50, "oos", cloud_enabled=True, cloud_available=True)
     assert d.route == "cloud" and "thermal slowdown" in d.reason
+    assert d.predicted_ttft_s == pytest.approx(0.2)
+
+
+def test_gpu_loss_uses_the_cpu_rate_and_says_so():
+    s = Scheduler(SchedulerConfig(), TtftPredictor(overhead_s=0.0, per_token_s=0.001),
+                  device=Device(gpu=False), latency=Latency())
+    d = s.decide(50, "oos", cloud_enabled=True, cloud_available=True)
+    assert d.predicted_ttft_s == pytest.approx(0.2)
+    assert d.route == "cloud" and "gpu provider unavailable" in d.reason
+
+
+def test_simulated_orin_walks_from_local_to_cloud():
+    from edge_runtime.clock import FakeClock
+    from edge_runtime.device import get_profile, simulated_device_for
+    clock = FakeClock()
+    profile = get_profile("sim-orin-nano")
+    sim = simulated_device_for(profile, clock, loop=False)
+    s = Scheduler(SchedulerConfig(), TtftPredictor(overhead_s=0.01, per_token_s=0.0018),
+                  device=sim, latency=profile.latency)
+    routes = []
+    for _ in range(int(sim.duration_s) + 1):
+        routes.append(s.decide(50, "oos", cloud_enabled=True, cloud_available=True).route)
+        clock.advance(1.0)
+    assert routes[0] == "local" and routes[-1] == "cloud"

@@ -10,10 +10,10 @@ rendered chat template encodes to its single id.
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
 from pathlib import Path
 
 from ...errors import ModelLoadError
+from ...llm.text_stream import byte_level_to_bytes
 from .gguf_weights import GgufModel
 
 log = logging.getLogger(__name__)
@@ -28,34 +28,10 @@ VERIFY_STRINGS = (
 )
 
 
-@lru_cache(maxsize=1)
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable character table."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
-        + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs)))
-
-
 def token_bytes(tokens: list[str], token_types: list[int]) -> list[bytes]:
     """The raw bytes each token id stands for (control tokens: their literal text)."""
-    inv = {c: b for b, c in bytes_to_unicode().items()}
-    out = []
-    for i, tok in enumerate(tokens):
-        if token_types and token_types[i] in (CONTROL, USER_DEFINED):
-            out.append(tok.encode("utf-8"))
-            continue
-        try:
-            out.append(bytes(inv[c] for c in tok))
-        except KeyError:
-            out.append(tok.encode("utf-8"))
-    return out
+    return [tok.encode("utf-8") if token_types and token_types[i] in (CONTROL, USER_DEFINED)
+            else byte_level_to_bytes(tok) for i, tok in enumerate(tokens)]
 
 
 def build_tokenizer(model: GgufModel):

@@ -1,0 +1,134 @@
+"""``edge-cloud``: the cloud side of the edge ⇄ cloud link.
+
+    edge-cloud serve --bind tcp://127.0.0.1:5555 --backend embedded --model-dir DIR --threads 2
+    edge-cloud serve --backend openai --openai-url http://127.0.0.1:8000/v1 --openai-model NAME
+    edge-cloud keys DIR [--name server]        # CURVE key pair for the gateway or a device
+
+``serve`` prints ``edge-cloud ready on tcp://HOST:PORT`` on stdout once it accepts requests
+and stops cleanly on SIGTERM/SIGINT. Errors print one line and exit with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from edge_runtime.config import LlmConfig, PathsConfig
+from edge_runtime.errors import EdgeError
+
+from .backends.base import Backend
+
+log = logging.getLogger("cloud_fallback")
+
+
+def _default_model_dir() -> Path:
+    return PathsConfig().models_dir / LlmConfig.model / "onnx"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="edge-cloud", description="edge-runtime cloud gateway")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="serve LLM requests from devices over ZeroMQ")
+    s.add_argument("--bind", default="tcp://127.0.0.1:5555",
+                   help="ZeroMQ endpoint to bind (port 0 = any free port)")
+    s.add_argument("--backend", choices=("embedded", "openai", "echo"), default="embedded",
+                   help="embedded: the ONNX engine; openai: an OpenAI-compatible server; "
+                        "echo: no model (link tests)")
+    s.add_argument("--model-dir", type=Path, default=None,
+                   help=f"built ONNX model directory (default {_default_model_dir()})")
+    s.add_argument("--model-name", default="", help="model name requests must use (default: "
+                   "the engine's own name)")
+    s.add_argument("--threads", type=int, default=2, help="CPU threads of the embedded engine")
+    s.add_argument("--providers", default="cuda,cpu",
+                   help="onnxruntime provider order for the embedded engine")
+    s.add_argument("--workers", type=int, default=1, help="concurrent generations")
+    s.add_argument("--queue-size", type=int, default=8,
+                   help="requests waiting for a worker before new ones get 'overloaded'")
+    s.add_argument("--max-new-tokens", type=int, default=512,
+                   help="cap on the tokens one request may ask for")
+    s.add_argument("--openai-url", default="http://127.0.0.1:8000/v1")
+    s.add_argument("--openai-model", default="")
+    s.add_argument("--openai-api-key-env", default="OPENAI_API_KEY",
+                   help="environment variable holding the API key (never a flag)")
+    s.add_argument("--openai-timeout-s", type=float, default=10.0,
+                   help="seconds without a byte from the server before a request fails")
+    s.add_argument("--echo-delay-ms", type=float, default=0.0, help="echo: delay per piece")
+    s.add_argument("--echo-repeat", type=int, default=1, help="echo: repeat the message N times")
+    s.add_argument("--curve-secret-key-file", default="",
+                   help="gateway CURVE key (NAME.key_secret from `edge-cloud keys`)")
+    s.add_argument("--allow-client-key", action="append", default=[], metavar="KEY",
+                   help="Z85 public key (or NAME.key file) of a device allowed in; repeatable")
+    s.add_argument("--allow-insecure", action="store_true",
+                   help="allow a non-loopback --bind without CURVE (trusted networks only)")
+    s.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    k = sub.add_parser("keys", help="write a CURVE key pair (NAME.key, NAME.key_secret)")
+    k.add_argument("directory", type=Path)
+    k.add_argument("--name", default="server")
+    return p
+
+
+def make_backend(args: argparse.Namespace) -> Backend:
+    """Build the backend the flags choose (imports heavy modules only for the chosen one)."""
+    if args.backend == "echo":
+        from .backends.echo import EchoBackend
+        return EchoBackend(delay_s=args.echo_delay_ms / 1000.0, repeat=args.echo_repeat,
+                           model_name=args.model_name or "echo")
+    if args.backend == "openai":
+        from .backends.openai_http import OpenAIBackend
+        return OpenAIBackend.from_env(args.openai_url, args.openai_model,
+                                      api_key_env=args.openai_api_key_env,
+                                      timeout_s=args.openai_timeout_s)
+    from .backends.embedded import EmbeddedBackend
+    providers = tuple(p.strip() for p in args.providers.split(",") if p.strip())
+    return EmbeddedBackend(args.model_dir or _default_model_dir(), threads=args.threads,
+                           model_name=args.model_name, providers=providers)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .gateway import Gateway, serve
+    from .security import CurveServer
+
+    curve = None
+    if args.curve_secret_key_file:
+        curve = CurveServer(args.curve_secret_key_file, tuple(args.allow_client_key))
+        log.info("CURVE on: server public key %s", curve.public_key.decode())
+    elif args.allow_client_key:
+        raise EdgeError("--allow-client-key needs --curve-secret-key-file", code="bad_config",
+                        stage="config", hint="create keys with `edge-cloud keys DIR`")
+    backend = make_backend(args)
+    try:
+        gateway = Gateway(backend, args.bind, workers=args.workers, queue_size=args.queue_size,
+                          max_new_tokens=args.max_new_tokens, curve=curve,
+                          allow_insecure=args.allow_insecure)
+        serve(gateway, ready=lambda ep: print(f"edge-cloud ready on {ep}", flush=True))
+    finally:
+        backend.close()
+    return 0
+
+
+def _keys(args: argparse.Namespace) -> int:
+    from edge_runtime.cloud_link.keys import generate_keypair, load_public_key
+
+    public, secret = generate_keypair(args.directory, args.name)
+    key = load_public_key(str(public)).decode()
+    print(f"public key file: {public}\nsecret key file: {secret}\npublic key: {key}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=getattr(args, "log_level", "INFO"), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return {"serve": _serve, "keys": _keys}[args.command](args)
+    except EdgeError as exc:
+        print(f"edge-cloud: {exc.one_line()}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""ASR engine interface: whole-utterance ``transcribe`` plus a streaming session with partials.
+
+Audio is float32 mono 16 kHz in -1..1. Engines are synchronous and not thread-safe:
+one worker thread drives one engine. ``stream()`` gives a session that accepts audio
+as it arrives and can be asked for a partial transcript at any time; engines that only
+decode whole utterances (Whisper) get ``BufferedStream``, which re-decodes the buffer at
+most every ``partial_every_s`` of new audio.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..errors import EdgeError
+
+RATE = 16_000
+
+
+class AsrError(EdgeError):
+    code, stage = "asr_failed", "asr"
+
+
+@dataclass(frozen=True)
+class Transcript:
+    text: str                      # what was said ("" when nothing was recognized)
+    backend: str
+    audio_s: float                 # seconds of audio decoded
+    decode_s: float                # seconds the decode took
+    confidence: float | None = None
+
+
+class AsrStream(Protocol):
+    def accept(self, audio: np.ndarray) -> None:
+        """Append audio (cheap; decoding happens in ``partial``/``finish``)."""
+
+    def partial(self) -> str:
+        """The best guess for the audio so far (may re-decode; call off the event loop)."""
+
+    def finish(self) -> Transcript:
+        """The final transcript of everything accepted; the stream is done."""
+
+
+class AsrEngine(Protocol):
+    name: str
+
+    def transcribe(self, audio: np.ndarray) -> Transcript: ...
+
+    def stream(self) -> AsrStream: ...
+
+
+class BufferedStream:
+    """Streaming on top of a whole-utterance engine: partials re-decode the buffer."""
+
+    def __init__(self, engine: AsrEngine, partial_every_s: float = 0.5,
+                 max_s: float = 30.0) -> None:
+        self.engine = engine
+        self.partial_every = int(partial_every_s * RATE)
+        self.max_samples = int(max_s * RATE)
+        self._chunks: list[np.ndarray] = []
+        self._n = 0
+        self._decoded_at = 0
+        self._last = ""
+
+    def accept(self, audio: np.ndarray) -> None:
+        if self._n + len(audio) > self.max_samples:      # keep the newest max_s seconds
+            audio = audio[-max(0, self.max_samples - self._n):] if self._n < self.max_samples \
+                else audio[:0]
+        if len(audio):
+            self._chunks.append(audio.astype(np.float32, copy=False))
+            self._n += len(audio)
+
+    def audio(self) -> np.ndarray:
+        return np.concatenate(self._chunks) if self._chunks else np.zeros(0, np.float32)
+
+    def partial(self) -> str:
+        if self._n - self._decoded_at >= self.partial_every:
+            self._decoded_at = self._n
+            self._last = self.engine.transcribe(self.audio()).text
+        return self._last
+
+    def finish(self) -> Transcript:
+        return self.engine.transcribe(self.audio())

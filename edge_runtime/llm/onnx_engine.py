@@ -1,0 +1,207 @@
+"""The local LLM engine: chat template -> prefill -> sampled, streamed decode on onnxruntime.
+
+Threading: an engine is driven from one worker thread at a time (the stage's async adapter
+owns that thread). ``generate`` holds an internal lock for the life of its generator, so a
+second concurrent caller waits instead of corrupting the shared KV cache.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import ModelLoadError, ModelMissingError
+from ..types import CancelToken, GenerationParams, Message
+from .prompt import ChatPrompt
+from .providers import BUILD_HINT, open_session
+from .runner import KvRunner
+from .sampling import Sampler
+from .text_stream import SentenceCounter, Utf8StreamDecoder, byte_level_to_bytes
+
+log = logging.getLogger(__name__)
+
+REQUIRED_FILES = ("model_config.json", "tokenizer.json")
+CONFIG_KEYS = ("model_file", "num_layers", "num_key_value_heads", "head_dim", "vocab_size",
+               "context_length", "end_of_turn_token_ids")
+
+
+class OnnxLlmEngine:
+    """Implements :class:`edge_runtime.llm.base.LlmEngine` on onnxruntime.
+
+    ``context_tokens`` caps the KV cache (memory: layers x 2 x kv_heads x head_dim x 4 bytes
+    per token, 46 KiB/token for SmolLM2-135M). ``last_stats`` holds the figures of the most
+    recent ``generate``: prompt_tokens, new_tokens, ttft_s, decode_tok_s, stop_reason, device.
+    """
+
+    def __init__(self, model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
+                 threads: int = 2, model_name: str = "", context_tokens: int = 2048,
+                 engine_cache_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.model_dir = Path(model_dir)
+        self.cfg = _load_config(self.model_dir)
+        self.model_name = model_name or self.cfg.get("name", "") or self.model_dir.name
+        self.threads = threads
+        self.clock = clock
+        self._cache_dir = engine_cache_dir or (self.model_dir / "trt_cache")
+        self.max_len = max(8, min(int(context_tokens), int(self.cfg["context_length"])))
+        self._tok = _load_tokenizer(self.model_dir)
+        vocab = int(self.cfg["vocab_size"])
+        specials = {t.content for t in self._tok.get_added_tokens_decoder().values() if t.special}
+        id_to_tok = {i: t for t, i in self._tok.get_vocab(with_added_tokens=True).items()}
+        self._skip = frozenset(i for i, t in id_to_tok.items() if t in specials)
+        self._token_bytes = [b"" if i in self._skip else byte_level_to_bytes(id_to_tok.get(i, ""))
+                             for i in range(vocab)]
+        self._stop_ids = frozenset(int(i) for i in self.cfg["end_of_turn_token_ids"])
+        bos = [int(self.cfg["bos_token_id"])] if self.cfg.get("add_bos_token") else []
+        self.prompt = ChatPrompt(self.cfg.get("chat_template", ""),
+                                 lambda s: self._tok.encode(s, add_special_tokens=False).ids, bos)
+        self._lock = threading.Lock()
+        self.last_stats: dict = {}
+        self._runner = self._open(list(providers))
+
+    # -- LlmEngine protocol ----------------------------------------------------------------
+    @property
+    def device(self) -> str:
+        return self._runner.device
+
+    @property
+    def providers(self) -> list[str]:
+        return list(self._runner.opened.providers)
+
+    def prompt_tokens(self, messages: Sequence[Message]) -> int:
+        return len(self.prompt.tokens(messages))
+
+    def generate(self, messages: Sequence[Message], params: GenerationParams,
+                 cancel: CancelToken | None = None) -> Iterator[str]:
+        """Yield text pieces; see the class docstring for threading and ``last_stats``."""
+        with self._lock:
+            yield from self._generate(messages, params, cancel)
+
+    # -- internals -------------------------------------------------------------------------
+    def _open(self, names: list[str]) -> KvRunner:
+        path = self.model_dir / self.cfg["model_file"]
+        if not path.is_file():
+            raise ModelMissingError(f"LLM model file missing: {path}", hint=BUILD_HINT)
+        opened = open_session(path, names, self.threads, self._cache_dir)
+        return KvRunner(opened, self.cfg, self.max_len)
+
+    def _fallback(self, exc: Exception) -> None:
+        remaining = self._runner.opened.remaining
+        log.warning("LLM provider %s failed at run time (%s); falling back to %s",
+                    self.device, exc, remaining[0] if remaining else "nothing")
+        if not remaining:
+            raise ModelLoadError(f"LLM failed on {self.device}: {exc}", hint=BUILD_HINT) from exc
+        self._runner = self._open(remaining)
+
+    def _feed(self, ids: list[int], history: list[int]):
+        """Feed ``ids``; on a provider failure reopen on the next one and replay ``history``
+        (all tokens the cache should hold afterwards)."""
+        while True:
+            try:
+                return self._runner.feed(ids)
+            except (ValueError, MemoryError):
+                raise
+            except Exception as exc:  # onnxruntime raises its own RuntimeException types
+                self._fallback(exc)
+                self._runner.reset()
+                ids = history
+
+    def _generate(self, messages: Sequence[Message], params: GenerationParams,
+                  cancel: CancelToken | None) -> Iterator[str]:
+        t0 = self.clock.monotonic()
+        max_new = max(1, min(params.max_new_tokens, self.max_len - 1))
+        budget = max(self.max_len - max_new, min(self.max_len - 1, self.max_len // 4))
+        ids, dropped = self.prompt.fit(messages, budget)
+        max_new = min(max_new, self.max_len - len(ids))
+        stats = {"prompt_tokens": len(ids), "dropped_messages": dropped, "new_tokens": 0,
+                 "ttft_s": None, "decode_tok_s": None, "stop_reason": "max_new_tokens",
+                 "device": self.device}
+        self.last_stats = stats
+        sampler = Sampler(params, int(self.cfg["vocab_size"]))
+        decoder = Utf8StreamDecoder(self._token_bytes, self._skip)
+        sentences = SentenceCounter(params.stop_at_sentence)
+        history = list(ids)
+        self._runner.reset()
+        t_first = None
+        try:
+            if cancel is not None and cancel.cancelled:
+                stats["stop_reason"] = "cancelled"
+                return
+            logits = self._feed(ids, history)
+            for n in range(max_new):
+                if cancel is not None and cancel.cancelled:
+                    stats["stop_reason"] = "cancelled"
+                    return
+                tok = sampler.sample(logits, history)
+                if t_first is None:
+                    t_first = self.clock.monotonic()
+                    stats["ttft_s"] = t_first - t0
+                stats["new_tokens"] = n + 1
+                if tok in self._stop_ids:
+                    stats["stop_reason"] = "end_of_turn"
+                    break
+                history.append(tok)
+                text, stop = sentences.feed(decoder.push(tok))
+                if text:
+                    yield text
+                if stop:
+                    stats["stop_reason"] = "sentences"
+                    return
+                if n + 1 < max_new:
+                    logits = self._feed([tok], history)
+            else:
+                if len(history) >= self.max_len:
+                    stats["stop_reason"] = "context_full"
+            tail = decoder.flush()
+            if tail:
+                yield tail
+        finally:
+            t_end = self.clock.monotonic()
+            if t_first is not None and stats["new_tokens"] > 1 and t_end > t_first:
+                stats["decode_tok_s"] = (stats["new_tokens"] - 1) / (t_end - t_first)
+            stats["total_s"] = t_end - t0
+            stats["device"] = self.device
+            log.debug("llm stats %s", stats)
+
+
+def _load_config(model_dir: Path) -> dict:
+    if not model_dir.is_dir():
+        raise ModelMissingError(f"LLM model directory not found: {model_dir}", hint=BUILD_HINT)
+    missing = [f for f in REQUIRED_FILES if not (model_dir / f).is_file()]
+    if missing:
+        raise ModelMissingError(f"LLM model files missing in {model_dir}: {missing}",
+                                hint=BUILD_HINT)
+    try:
+        cfg = json.loads((model_dir / "model_config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"model_config.json in {model_dir} is unreadable: {exc}",
+                             hint=BUILD_HINT) from exc
+    bad = [k for k in CONFIG_KEYS if k not in cfg]
+    if bad:
+        raise ModelLoadError(f"model_config.json in {model_dir} lacks {bad}", hint=BUILD_HINT)
+    return cfg
+
+
+def _load_tokenizer(model_dir: Path):
+    from tokenizers import Tokenizer
+
+    try:
+        return Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    except Exception as exc:  # tokenizers raises a plain Exception on bad JSON
+        raise ModelLoadError(f"tokenizer.json in {model_dir} is unreadable: {exc}",
+                             hint=BUILD_HINT) from exc
+
+
+def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
+                threads: int = 2, model_name: str = "", context_tokens: int = 2048,
+                engine_cache_dir: Path | None = None) -> OnnxLlmEngine:
+    """Open the model built by ``edge-runtime models build`` in ``model_dir``.
+
+    Raises ModelMissingError (files absent) or ModelLoadError (corrupt or mismatched files);
+    both carry a hint naming ``edge-runtime models build``.
+    """
+    return OnnxLlmEngine(Path(model_dir), providers=providers, threads=threads,
+                         model_name=model_name, context_tokens=context_tokens,
+                         engine_cache_dir=engine_cache_dir)

@@ -1,0 +1,99 @@
+"""Map provider names to onnxruntime execution providers and open sessions with fallback.
+
+ONNX Runtime silently drops a provider it cannot initialise; :func:`open_session` checks
+``session.get_providers()`` and treats a silent drop as a failure, so the device it
+reports is the one actually running the model.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelLoadError, ProviderError
+
+log = logging.getLogger(__name__)
+
+EP_NAMES = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvider",
+            "cpu": "CPUExecutionProvider"}
+DEVICE_OF_EP = {v: k for k, v in EP_NAMES.items()}
+BUILD_HINT = "run `edge-runtime models build` to (re)build the local LLM"
+
+
+@dataclass
+class OpenedSession:
+    session: Any
+    device: str                  # "tensorrt" | "cuda" | "cpu"
+    providers: list[str]         # what session.get_providers() reports
+    remaining: list[str]         # provider names still available for fallback
+
+
+def available(names: Sequence[str]) -> list[str]:
+    """``names`` filtered by what this onnxruntime build offers (order kept)."""
+    import onnxruntime as ort
+
+    have = set(ort.get_available_providers())
+    out = []
+    for n in names:
+        if n not in EP_NAMES:
+            raise ModelLoadError(f"unknown provider {n!r}; use tensorrt, cuda or cpu",
+                                 hint="fix llm.providers in the config")
+        if EP_NAMES[n] in have:
+            out.append(n)
+        else:
+            log.info("provider %s not available in this onnxruntime build; skipped", n)
+    return out
+
+
+def _provider_list(name: str, cache_dir: Path | None) -> list[Any]:
+    if name == "tensorrt":
+        opts: dict[str, Any] = {"trt_fp16_enable": True}
+        if cache_dir is not None:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            opts.update(trt_engine_cache_enable=True, trt_engine_cache_path=str(cache_dir),
+                        trt_timing_cache_enable=True, trt_timing_cache_path=str(cache_dir))
+        return [("TensorrtExecutionProvider", opts), "CUDAExecutionProvider",
+                "CPUExecutionProvider"]
+    if name == "cuda":
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    return ["CPUExecutionProvider"]
+
+
+def session_options(threads: int) -> Any:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = max(1, int(threads))
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    return so
+
+
+def open_session(model_path: Path, names: Sequence[str], threads: int,
+                 cache_dir: Path | None = None) -> OpenedSession:
+    """Try each provider in order; return the first session whose first provider is the
+    requested one. Raise ModelLoadError when the file itself cannot be loaded on CPU."""
+    import onnxruntime as ort
+
+    order = available(names) or ["cpu"]
+    last_exc: Exception | None = None
+    for i, name in enumerate(order):
+        try:
+            sess = ort.InferenceSession(str(model_path), session_options(threads),
+                                        providers=_provider_list(name, cache_dir))
+        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+            last_exc = exc
+            log.warning("provider %s failed to load %s: %s", name, model_path.name, exc)
+            continue
+        got = sess.get_providers()
+        if got and got[0] == EP_NAMES[name]:
+            log.info("LLM session on %s (providers %s)", name, got)
+            return OpenedSession(sess, name, list(got), list(order[i + 1:]))
+        log.warning("provider %s silently dropped by onnxruntime (got %s); trying next",
+                    name, got)
+        last_exc = ProviderError(f"{name} provider not initialised")
+    raise ModelLoadError(f"cannot load {model_path}: {last_exc}", hint=BUILD_HINT)

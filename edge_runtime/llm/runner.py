@@ -1,0 +1,103 @@
+"""One onnxruntime session plus its pre-allocated KV cache, driven through IOBinding.
+
+The KV cache is one [1, kv_heads, max_len, head_dim] buffer per layer and kind, bound as
+both ``past_key_values.i.*`` and ``present.i.*``: GroupQueryAttention appends in place, so
+decoding a token copies no cache and allocates nothing. ``input_ids``, ``position_ids`` and
+``attention_mask`` are bound by pointer into pre-allocated numpy arrays that are updated in
+place; logits are written straight into a pre-allocated host buffer.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelLoadError
+from .providers import BUILD_HINT, OpenedSession
+
+log = logging.getLogger(__name__)
+
+PREFILL_CHUNK = 64  # tokens per prefill call; bounds the [1, chunk, V] logits buffer
+
+
+class KvRunner:
+    """Feeds tokens to the decoder and returns the logits of the last one (a view into a
+    buffer reused by the next call: copy it if you need it later)."""
+
+    def __init__(self, opened: OpenedSession, cfg: dict, max_len: int) -> None:
+        import onnxruntime as ort
+
+        self.opened = opened
+        self.sess = opened.session
+        self.device = opened.device
+        self.max_len = int(max_len)
+        self.n_layers = int(cfg["num_layers"])
+        self.vocab = int(cfg["vocab_size"])
+        self._check_io(cfg)
+        kv_dev = "cpu" if self.device == "cpu" else "cuda"
+        shape = [1, int(cfg["num_key_value_heads"]), self.max_len, int(cfg["head_dim"])]
+        self.kv = [(ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32, kv_dev, 0),
+                    ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32, kv_dev, 0))
+                   for _ in range(self.n_layers)]
+        self._ids = np.zeros((1, max(PREFILL_CHUNK, 1)), np.int64)
+        self._pos = np.arange(self.max_len, dtype=np.int64).reshape(1, -1)
+        self._mask = np.ones((1, self.max_len), np.int64)
+        self._logits = np.zeros((1, PREFILL_CHUNK, self.vocab), np.float32)
+        self.length = 0  # tokens currently in the cache
+        self._io = self.sess.io_binding()
+        # logits first: outputs come back in binding order
+        self._bind_logits(1)
+        for i, (k, v) in enumerate(self.kv):
+            self._io.bind_ortvalue_input(f"past_key_values.{i}.key", k)
+            self._io.bind_ortvalue_input(f"past_key_values.{i}.value", v)
+            self._io.bind_ortvalue_output(f"present.{i}.key", k)
+            self._io.bind_ortvalue_output(f"present.{i}.value", v)
+        self._bound_s = 1
+
+    def _check_io(self, cfg: dict) -> None:
+        ins = {i.name for i in self.sess.get_inputs()}
+        outs = {o.name for o in self.sess.get_outputs()}
+        need_in = {"input_ids", "attention_mask", "position_ids"} | {
+            f"past_key_values.{i}.{k}" for i in range(self.n_layers) for k in ("key", "value")}
+        need_out = {"logits"} | {f"present.{i}.{k}" for i in range(self.n_layers)
+                                 for k in ("key", "value")}
+        if not need_in <= ins or not need_out <= outs:
+            missing = sorted((need_in - ins) | (need_out - outs))[:4]
+            raise ModelLoadError(f"model.onnx does not match model_config.json (missing {missing})",
+                                 hint=BUILD_HINT)
+
+    def _bind_logits(self, s: int) -> None:
+        self._io.bind_output("logits", "cpu", 0, np.float32, [1, s, self.vocab],
+                             self._logits.ctypes.data)
+
+    def _bind_step(self, s: int, start: int) -> None:
+        io = self._io
+        if s != self._bound_s:
+            self._bind_logits(s)
+            self._bound_s = s
+        io.bind_input("input_ids", "cpu", 0, np.int64, [1, s], self._ids.ctypes.data)
+        io.bind_input("position_ids", "cpu", 0, np.int64, [1, s],
+                      self._pos.ctypes.data + start * 8)
+        io.bind_input("attention_mask", "cpu", 0, np.int64, [1, start + s],
+                      self._mask.ctypes.data)
+
+    def reset(self) -> None:
+        self.length = 0
+
+    def feed(self, ids: Any) -> np.ndarray:
+        """Append ``ids`` (one or more tokens) to the cache; return logits [V] of the last."""
+        n = len(ids)
+        if n == 0:
+            raise ValueError("feed() needs at least one token")
+        if self.length + n > self.max_len:
+            raise ValueError(f"KV cache full: {self.length} + {n} > {self.max_len} tokens")
+        done = 0
+        while done < n:
+            s = min(PREFILL_CHUNK, n - done)
+            self._ids[0, :s] = ids[done:done + s]
+            self._bind_step(s, self.length)
+            self.sess.run_with_iobinding(self._io)
+            self.length += s
+            done += s
+        return self._logits[0, s - 1]
