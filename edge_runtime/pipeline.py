@@ -123,10 +123,14 @@ class Pipeline:
         spec = self.s.understander.intents.spec(intent.name)
 
         if spec.skill and (skill := self.s.skills.get(spec.skill)) is not None:
-            answer = await self._run(skill.handle, intent, text)
+            reason = f"skill {spec.skill} handles intent {intent.name}"
+            try:
+                answer = await self._run(skill.handle, intent, text)
+            except BadInputError as exc:     # the skill asks back ("For how long?")
+                answer, reason = exc.message, f"{reason}; it needs more: {exc.message}"
             sink.piece(answer)
-            return self._finish(text, intent, "skill", "none", f"skill {spec.skill} handles "
-                                f"intent {intent.name}", answer, t0, timings, "skill")
+            return self._finish(text, intent, "skill", "none", reason, answer, t0, timings,
+                                "skill")
 
         key = self.s.make_key(intent, spec, text)
         if key is not None:

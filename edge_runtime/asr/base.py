@@ -38,6 +38,10 @@ class AsrStream(Protocol):
     def partial(self) -> str:
         """The best guess for the audio so far (may re-decode; call off the event loop)."""
 
+    def prefetch(self) -> None:
+        """Speech paused: start the final decode now; ``finish`` reuses it when no audio
+        was accepted since (the endpointer's pause snapshot equals its final utterance)."""
+
     def finish(self) -> Transcript:
         """The final transcript of everything accepted; the stream is done."""
 
@@ -62,6 +66,7 @@ class BufferedStream:
         self._n = 0
         self._decoded_at = 0
         self._last = ""
+        self._prefetched: tuple[int, Transcript] | None = None
 
     def accept(self, audio: np.ndarray) -> None:
         if self._n + len(audio) > self.max_samples:      # keep the newest max_s seconds
@@ -80,5 +85,11 @@ class BufferedStream:
             self._last = self.engine.transcribe(self.audio()).text
         return self._last
 
+    def prefetch(self) -> None:
+        if self._prefetched is None or self._prefetched[0] != self._n:
+            self._prefetched = (self._n, self.engine.transcribe(self.audio()))
+
     def finish(self) -> Transcript:
+        if self._prefetched is not None and self._prefetched[0] == self._n:
+            return self._prefetched[1]
         return self.engine.transcribe(self.audio())

@@ -37,6 +37,9 @@ class SphinxStream:
         hyp = self.engine.decoder.hyp()
         return hyp.hypstr if hyp is not None else ""
 
+    def prefetch(self) -> None:
+        pass                         # decoding is already incremental
+
     def finish(self) -> Transcript:
         t0 = time.perf_counter()
         d = self.engine.decoder

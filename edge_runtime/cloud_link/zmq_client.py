@@ -329,6 +329,9 @@ class ZmqCloudClient:
                 hint="call start() first")
         if self._state == "down":
             raise CloudUnavailableError(f"cloud link down: {self._reason}")
+        if deadline_s <= 0:
+            raise CloudUnavailableError(f"deadline exceeded ({deadline_s * 1e3:.0f} ms) before "
+                                        "the request was sent")
         rid = uuid.uuid4().hex
         start_m = self._clock.monotonic()
         deadline_m = start_m + deadline_s

@@ -18,8 +18,8 @@ from ..types import CancelToken, GenerationParams, Message
 from .prompt import ChatPrompt
 from .providers import BUILD_HINT, open_session
 from .runner import KvRunner
-from .sampling import Sampler
-from .text_stream import SentenceCounter, Utf8StreamDecoder, byte_level_to_bytes
+from .decode import Vocabulary, decode_stream, new_stats
+from .text_stream import byte_level_to_bytes
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +50,12 @@ class OnnxLlmEngine:
         vocab = int(self.cfg["vocab_size"])
         specials = {t.content for t in self._tok.get_added_tokens_decoder().values() if t.special}
         id_to_tok = {i: t for t, i in self._tok.get_vocab(with_added_tokens=True).items()}
-        self._skip = frozenset(i for i, t in id_to_tok.items() if t in specials)
-        self._token_bytes = [b"" if i in self._skip else byte_level_to_bytes(id_to_tok.get(i, ""))
-                             for i in range(vocab)]
-        self._stop_ids = frozenset(int(i) for i in self.cfg["end_of_turn_token_ids"])
+        skip = frozenset(i for i, t in id_to_tok.items() if t in specials)
+        self._vocab = Vocabulary(
+            token_bytes=[b"" if i in skip else byte_level_to_bytes(id_to_tok.get(i, ""))
+                         for i in range(vocab)],
+            skip_ids=skip,
+            stop_ids=frozenset(int(i) for i in self.cfg["end_of_turn_token_ids"]))
         bos = [int(self.cfg["bos_token_id"])] if self.cfg.get("add_bos_token") else []
         self.prompt = ChatPrompt(self.cfg.get("chat_template", ""),
                                  lambda s: self._tok.encode(s, add_special_tokens=False).ids, bos)
@@ -110,58 +112,18 @@ class OnnxLlmEngine:
 
     def _generate(self, messages: Sequence[Message], params: GenerationParams,
                   cancel: CancelToken | None) -> Iterator[str]:
-        t0 = self.clock.monotonic()
         max_new = max(1, min(params.max_new_tokens, self.max_len - 1))
         budget = max(self.max_len - max_new, min(self.max_len - 1, self.max_len // 4))
         ids, dropped = self.prompt.fit(messages, budget)
-        max_new = min(max_new, self.max_len - len(ids))
-        stats = {"prompt_tokens": len(ids), "dropped_messages": dropped, "new_tokens": 0,
-                 "ttft_s": None, "decode_tok_s": None, "stop_reason": "max_new_tokens",
-                 "device": self.device}
+        stats = new_stats(len(ids), self.device)
+        stats["dropped_messages"] = dropped
         self.last_stats = stats
-        sampler = Sampler(params, int(self.cfg["vocab_size"]))
-        decoder = Utf8StreamDecoder(self._token_bytes, self._skip)
-        sentences = SentenceCounter(params.stop_at_sentence)
-        history = list(ids)
         self._runner.reset()
-        t_first = None
         try:
-            if cancel is not None and cancel.cancelled:
-                stats["stop_reason"] = "cancelled"
-                return
-            logits = self._feed(ids, history)
-            for n in range(max_new):
-                if cancel is not None and cancel.cancelled:
-                    stats["stop_reason"] = "cancelled"
-                    return
-                tok = sampler.sample(logits, history)
-                if t_first is None:
-                    t_first = self.clock.monotonic()
-                    stats["ttft_s"] = t_first - t0
-                stats["new_tokens"] = n + 1
-                if tok in self._stop_ids:
-                    stats["stop_reason"] = "end_of_turn"
-                    break
-                history.append(tok)
-                text, stop = sentences.feed(decoder.push(tok))
-                if text:
-                    yield text
-                if stop:
-                    stats["stop_reason"] = "sentences"
-                    return
-                if n + 1 < max_new:
-                    logits = self._feed([tok], history)
-            else:
-                if len(history) >= self.max_len:
-                    stats["stop_reason"] = "context_full"
-            tail = decoder.flush()
-            if tail:
-                yield tail
+            yield from decode_stream(self._feed, ids, params, self._vocab,
+                                     max_new_tokens=min(max_new, self.max_len - len(ids)),
+                                     cancel=cancel, stats=stats, clock=self.clock)
         finally:
-            t_end = self.clock.monotonic()
-            if t_first is not None and stats["new_tokens"] > 1 and t_end > t_first:
-                stats["decode_tok_s"] = (stats["new_tokens"] - 1) / (t_end - t_first)
-            stats["total_s"] = t_end - t0
             stats["device"] = self.device
             log.debug("llm stats %s", stats)
 

@@ -1,7 +1,8 @@
 """Token sampling: repetition penalty, temperature, top-k, top-p; seeded and reproducible.
 
-All functions work on a float32 logits vector [V] and write into a scratch buffer owned by
-the :class:`Sampler`, so the decode loop allocates only small index arrays per token.
+The decode loop calls :meth:`Sampler.sample` once per token. The logits are copied into a
+buffer owned by the sampler (the caller's array is never modified); after top-k only the
+k candidates are sorted and normalised, so a 49k vocabulary costs one partition per token.
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import numpy as np
 
 from ..types import GenerationParams
 
-NEG_INF = np.float32(-np.inf)
 PENALTY_WINDOW = 64  # tokens; llama.cpp's default repeat_last_n
 
 
@@ -25,33 +25,32 @@ def apply_repetition_penalty(logits: np.ndarray, recent: Sequence[int], penalty:
     logits[ids] = np.where(vals > 0, vals / penalty, vals * penalty)
 
 
-def top_k_mask(logits: np.ndarray, k: int) -> None:
-    """In place: keep the ``k`` largest logits (ties at the threshold kept), others -inf."""
-    if k <= 0 or k >= logits.size:
-        return
-    kth = np.partition(logits, -k)[-k]
-    logits[logits < kth] = NEG_INF
-
-
-def top_p_mask(logits: np.ndarray, p: float) -> None:
-    """In place nucleus filter: keep the smallest set of most likely tokens whose
-    probability reaches ``p`` (the most likely token is always kept)."""
-    if p >= 1.0:
-        return
-    finite = np.flatnonzero(np.isfinite(logits))
-    vals = logits[finite]
+def top_k_candidates(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(token ids, logits) of the ``k`` largest logits, most likely first (``k <= 0``: all).
+    Equal logits keep ascending id order, so the result is deterministic."""
+    if 0 < k < logits.size:
+        ids = np.argpartition(logits, -k)[-k:]
+        ids.sort()
+    else:
+        ids = np.arange(logits.size)
+    vals = logits[ids]
     order = np.argsort(-vals, kind="stable")
-    probs = np.exp(vals[order] - vals[order[0]])
-    cum = np.cumsum(probs) / probs.sum()
-    keep = int(np.searchsorted(cum, p, side="left")) + 1
-    logits[finite[order[keep:]]] = NEG_INF
+    return ids[order], vals[order]
+
+
+def nucleus(probs: np.ndarray, p: float) -> int:
+    """How many of the descending ``probs`` (summing to 1) form the top-p nucleus: the
+    smallest prefix whose mass reaches ``p``; at least one."""
+    if p >= 1.0:
+        return probs.size
+    return min(probs.size, int(np.searchsorted(np.cumsum(probs), p, side="left")) + 1)
 
 
 class Sampler:
     """Picks the next token; ``temperature == 0`` means greedy (after the penalty).
 
-    The numpy Generator is seeded from ``params.seed`` so that the same prompt, params
-    and model give the same tokens.
+    The numpy Generator is seeded from ``params.seed``: the same prompt, params and model
+    give the same tokens. One uniform draw per token (inverse CDF).
     """
 
     def __init__(self, params: GenerationParams, vocab_size: int,
@@ -65,16 +64,14 @@ class Sampler:
         p = self.params
         z = self._buf[: logits.shape[-1]]
         np.copyto(z, logits.reshape(-1))
-        apply_repetition_penalty(z, history[-self.window:] if self.window else (), p.repetition_penalty)
+        if self.window:
+            apply_repetition_penalty(z, history[-self.window:], p.repetition_penalty)
         if p.temperature <= 0:
             return int(np.argmax(z))
-        z /= np.float32(p.temperature)
-        top_k_mask(z, p.top_k)
-        top_p_mask(z, p.top_p)
-        z -= z.max()
-        np.exp(z, out=z)
-        z /= z.sum(dtype=np.float64)
-        # inverse-CDF draw: one uniform, reproducible across numpy versions
-        u = self.rng.random()
-        idx = int(np.searchsorted(np.cumsum(z, dtype=np.float64), u, side="right"))
-        return min(idx, z.size - 1) if z[min(idx, z.size - 1)] > 0 else int(np.argmax(z))
+        ids, vals = top_k_candidates(z, p.top_k)
+        probs = np.exp((vals - vals[0]).astype(np.float64) / p.temperature)
+        probs /= probs.sum()
+        keep = nucleus(probs, p.top_p)
+        cdf = np.cumsum(probs[:keep])
+        i = int(np.searchsorted(cdf, self.rng.random() * cdf[-1], side="right"))
+        return int(ids[min(i, keep - 1)])

@@ -13,7 +13,7 @@ from functools import lru_cache
 _TERMINATORS = ".!?…"
 _CLOSERS = "\"')]”’»*"
 _ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "vs", "etc", "e.g", "i.e", "prof", "jr", "sr",
-                  "no", "approx", "fig", "mt"}
+                  "approx", "fig", "mt"}
 
 
 @lru_cache(maxsize=1)

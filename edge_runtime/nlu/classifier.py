@@ -8,7 +8,9 @@ abstains (``oos``) below ``oos_threshold``.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -20,8 +22,8 @@ Features = tuple[np.ndarray, np.ndarray]   # (bucket indices int64, values float
 @dataclass(frozen=True)
 class TrainSettings:
     epochs: int = 60
-    learning_rate: float = 0.2
-    l2: float = 1e-4                 # weight decay per step (on the mean loss)
+    learning_rate: float = 0.4
+    l2: float = 1e-5                 # weight decay per step (on the mean loss)
     oos_weight: float = 1.0          # total weight of the oos class relative to one intent class x this
     seed: int = 0
 
@@ -116,3 +118,22 @@ class LinearIntentClassifier:
         p = self.probabilities(features)
         i = int(p.argmax())
         return self.labels[i], float(p[i])
+
+    def save(self, path: Path) -> None:
+        """Write the model as an ``.npz`` file atomically (no pickle)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.savez(fh, labels=np.array(self.labels), buckets=self._buckets,
+                     weights=self._weights, bias=self._bias)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path) -> "LinearIntentClassifier":
+        """Read a model written by ``save``; ``ValueError``/``OSError`` if it is unusable."""
+        with np.load(path, allow_pickle=False) as data:
+            labels = tuple(str(x) for x in data["labels"])
+            buckets, weights, bias = data["buckets"], data["weights"], data["bias"]
+        if weights.shape != (len(buckets), len(labels)) or bias.shape != (len(labels),):
+            raise ValueError(f"model file {path} has inconsistent shapes")
+        return cls(labels, buckets.astype(np.int64), weights.astype(np.float32), bias.astype(np.float32))

@@ -112,7 +112,7 @@ class Extractor:
                     slots[name] = value
         return {k: slots[k] for k in slots if k in want}
 
-    def tags(self, normalized: str, tokens: list[Token]) -> list[str]:
-        """Classifier tag features: which kinds of entity the text contains."""
-        found = self.extract_tokens(normalized, tokens, _TAG_SLOTS + self.lists.names)
-        return [("list:" if k in self.lists.names else "slot:") + k for k in found]
+    def tags(self, found: Mapping[str, Any]) -> list[str]:
+        """Classifier tag features from extracted slots: which kinds of entity the text has."""
+        return [("list:" if k in self.lists.names else "slot:") + k for k in found
+                if k in _TAG_SLOTS or k in self.lists.names]

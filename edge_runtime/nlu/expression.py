@@ -16,7 +16,7 @@ from typing import Union
 from .numbers import Token, format_number
 
 MAX_EXPRESSION_CHARS = 200
-MAX_MAGNITUDE = 1e15          # results beyond this are not worth saying aloud
+MAX_MAGNITUDE = 1e100         # results beyond this are not worth saying aloud
 
 
 class ExpressionError(ValueError):
@@ -65,6 +65,9 @@ _PHRASES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = tuple(sorted((
     (("cube", "root", "of"), ("cbrt",)), (("cube", "root"), ("cbrt",)),
     (("percent", "of"), ("%", "*")), (("percent",), ("%",)), (("per", "cent"), ("%",)),
 ), key=lambda p: -len(p[0])))
+_BY_FIRST: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+for _words, _syms in _PHRASES:
+    _BY_FIRST.setdefault(_words[0], []).append((_words, _syms))
 _FILLER = frozenset({"the"})
 _PREFIX = (  # (verb, joiner, operator, swap): "add 2 and 3", "subtract 2 from 5"
     ("add", ("and", "to"), "+", False), ("sum", ("and",), "+", False),
@@ -72,6 +75,7 @@ _PREFIX = (  # (verb, joiner, operator, swap): "add 2 and 3", "subtract 2 from 5
     ("multiply", ("by", "and", "times"), "*", False), ("product", ("and",), "*", False),
     ("divide", ("by", "into"), "/", False),
 )
+_VERBS = frozenset(p[0] for p in _PREFIX)
 _NUM_RE = re.compile(r"\d+(?:\.\d*)?|\.\d+")
 
 
@@ -91,7 +95,7 @@ def _symbols(tokens: list[Token]) -> list[str | None]:
             out.extend(_fmt(tok.value).split())  # type: ignore[arg-type]
             i += 1
             continue
-        for verb, joiners, op, swap in _PREFIX:
+        for verb, joiners, op, swap in (_PREFIX if texts[i] in _VERBS else ()):
             k = i + 1 + (1 if texts[i + 1:i + 2] == ["of"] else 0)
             if texts[i] == verb and k + 2 < len(tokens) and tokens[k].is_number \
                     and texts[k + 1] in joiners and tokens[k + 2].is_number:
@@ -100,7 +104,7 @@ def _symbols(tokens: list[Token]) -> list[str | None]:
                 i = k + 3
                 break
         else:
-            for words, syms in _PHRASES:
+            for words, syms in _BY_FIRST.get(texts[i], ()):
                 if tuple(texts[i:i + len(words)]) == words:
                     if words == ("x",) and not (out and out[-1] not in (None,)):
                         continue
@@ -274,7 +278,7 @@ def evaluate(node: Node) -> float:
         return _check(left / right)
     if left == 0 and right < 0:
         raise MathError("division_by_zero", "zero to a negative power divides by zero")
-    if abs(right) > 1000 or (abs(left) > 1 and right * math.log10(abs(left)) > 15):
+    if abs(right) > 1000 or (abs(left) > 1 and right * math.log10(abs(left)) > 100):
         raise MathError("too_large", "the result is too large to say")
     if left < 0 and not float(right).is_integer():
         raise MathError("undefined", "a negative number to a fractional power is not a real number")

@@ -5,7 +5,8 @@ form: lower case, Unicode NFKC, apostrophes joined ("what's" -> "whats"), math s
 between numbers spelled as words ("2+2" -> "2 plus 2", "15%" -> "15 percent"), all other
 punctuation, symbols and emoji removed, whitespace collapsed. A decimal point or a colon
 between two digits is kept ("3.5", "7:30") so numbers and clock times survive, and digit
-group commas are dropped ("1,000" -> "1000").
+group commas are dropped ("1,000" -> "1000"); dates such as "12/03/2019" become three
+numbers rather than a division.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import unicodedata
 _APOSTROPHES = re.compile(r"['\u2019\u2018`\u02bc]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _SUBSTITUTIONS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b(\d{1,4})[/.-](\d{1,2})[/.-](\d{1,4})\b"), r"\1 \2 \3"),   # dates, not math
     (re.compile(r"%"), " percent "),
     (re.compile(r"\u00b0"), " degrees "),
     (re.compile(r"\+"), " plus "),

@@ -11,9 +11,11 @@ intent's probability (1.0 for text without letters).
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any, Mapping
 
 from rapidfuzz import process
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 
 _MODEL_CACHE: "OrderedDict[tuple, tuple[LinearIntentClassifier, frozenset[str]]]" = OrderedDict()
 _MODEL_CACHE_SIZE = 4
+_FEATURE_VERSION = 1       # bump when features or training change, so disk caches retrain
+_NEAR_CACHE_SIZE = 4096
 _CACHE_LOCK = threading.Lock()
 _EXTRA_VOCAB = (NUMBER_WORDS | UNIT_WORDS | frozenset(DURATION_UNITS) | frozenset(MONTHS)
                 | frozenset(WEEKDAYS) | frozenset(ORDINALS))
@@ -46,8 +50,12 @@ class Understander:
 
     def __init__(self, intents: IntentSet, lists: Mapping[str, tuple[str, ...]] | None = None, *,
                  oos_threshold: float = 0.45, max_text_chars: int = 2000,
-                 min_known_ratio: float = 0.5, settings: TrainSettings = TrainSettings()) -> None:
+                 min_known_ratio: float = 0.5, settings: TrainSettings = TrainSettings(),
+                 cache_dir: str | Path | None = None) -> None:
+        """``cache_dir``: where trained models are kept between runs (keyed by a hash of the
+        examples, lists and settings); None = train in memory at every start (~1 s)."""
         self.intents = intents
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self.oos_threshold = oos_threshold
         self.max_text_chars = max_text_chars
         self.min_known_ratio = min_known_ratio
@@ -55,12 +63,21 @@ class Understander:
         self._check_slots()
         self._classifier, self._vocab = self._train(settings)
         self._vocab_list = sorted(self._vocab)
+        self._near: dict[str, bool] = {}     # unknown word -> near a known one (bounded memo)
+
+    @staticmethod
+    def clear_model_cache() -> None:
+        """Forget trained models (the next construction trains again; for measurements)."""
+        with _CACHE_LOCK:
+            _MODEL_CACHE.clear()
 
     @classmethod
-    def from_config(cls, cfg: NluConfig) -> "Understander":
-        """Load ``cfg.intents_file`` ("" = built in) and train the classifier (well under 2 s)."""
+    def from_config(cls, cfg: NluConfig, cache_dir: str | Path | None = None) -> "Understander":
+        """Load ``cfg.intents_file`` ("" = built in) and train the classifier (about 1 s), or
+        load it from ``cache_dir`` (e.g. ``<paths.home>/nlu``) when trained there before."""
         return cls(load_intents(cfg.intents_file or None), cfg.lists,
-                   oos_threshold=cfg.oos_threshold, max_text_chars=cfg.max_text_chars)
+                   oos_threshold=cfg.oos_threshold, max_text_chars=cfg.max_text_chars,
+                   cache_dir=cache_dir)
 
     def _check_slots(self) -> None:
         known = set(self.extractor.slot_names)
@@ -72,57 +89,94 @@ class Understander:
                     f"unknown slot {bad[0]!r}", hint=f"known slots: {', '.join(sorted(known))} "
                                                      "(list slots come from nlu.lists)")
 
-    def _features(self, normalized: str, tokens: list) -> tuple:
-        tags = self.extractor.tags(normalized, tokens)
-        return hash_features(feature_names(words_of(tokens), tags))
+    def _features(self, tokens: list, found: Mapping[str, Any]) -> tuple:
+        return hash_features(feature_names(words_of(tokens), self.extractor.tags(found)))
 
     def _train(self, settings: TrainSettings) -> tuple[LinearIntentClassifier, frozenset[str]]:
+        """The classifier and vocabulary: from memory, else from ``cache_dir``, else trained."""
         key = (tuple((s.name, s.examples) for s in self.intents.intents.values()),
                self.extractor.lists.key(), settings)
+        digest = hashlib.sha256(repr((_FEATURE_VERSION, key)).encode("utf-8")).hexdigest()[:24]
+        path = self.cache_dir / f"intents-{digest}.npz" if self.cache_dir else None
         with _CACHE_LOCK:
-            if key in _MODEL_CACHE:
+            result = _MODEL_CACHE.get(key)
+            if result is not None:
                 _MODEL_CACHE.move_to_end(key)
-                return _MODEL_CACHE[key]
-        examples, labels, vocab = [], [], set(_EXTRA_VOCAB | self.extractor.lists.words)
+        if result is None:
+            result = self._build(settings, path)
+            with _CACHE_LOCK:
+                _MODEL_CACHE[key] = result
+                while len(_MODEL_CACHE) > _MODEL_CACHE_SIZE:
+                    _MODEL_CACHE.popitem(last=False)
+        if path is not None and not path.exists():
+            try:
+                result[0].save(path)
+            except OSError as exc:
+                log.warning("cannot cache the intent model in %s: %s", path, exc)
+        return result
+
+    def _build(self, settings: TrainSettings, path: Path | None
+               ) -> tuple[LinearIntentClassifier, frozenset[str]]:
+        vocab = set(_EXTRA_VOCAB | self.extractor.lists.words)
+        rows = []
         for spec in self.intents.intents.values():
             for text in spec.examples:
                 normalized = normalize_text(text)
                 tokens = tokenize(normalized)
                 vocab.update(t.text for t in tokens if not t.is_number)
-                examples.append(self._features(normalized, tokens))
-                labels.append(spec.name)
-        model = LinearIntentClassifier.train(examples, labels, OOS, settings)
-        log.info("intent classifier trained on %d examples of %d intents", len(examples),
-                 len(self.intents.intents))
-        result = (model, frozenset(vocab))
-        with _CACHE_LOCK:
-            _MODEL_CACHE[key] = result
-            while len(_MODEL_CACHE) > _MODEL_CACHE_SIZE:
-                _MODEL_CACHE.popitem(last=False)
-        return result
+                rows.append((spec.name, normalized, tokens))
+        model = self._load_cached(path)
+        if model is None:
+            examples = [self._features(tokens, self.extractor.extract_tokens(normalized, tokens))
+                        for _, normalized, tokens in rows]
+            model = LinearIntentClassifier.train(examples, [r[0] for r in rows], OOS, settings)
+            log.info("intent classifier trained on %d examples of %d intents", len(rows),
+                     len(self.intents.intents))
+            if path is not None and path.exists():
+                path.unlink(missing_ok=True)          # unusable; rewritten by the caller
+        return model, frozenset(vocab)
+
+    def _is_known(self, word: str) -> bool:
+        """In the vocabulary, or (4+ letters) within a small edit distance of a known word."""
+        if word in self._vocab:
+            return True
+        if len(word) < 4:
+            return False
+        hit = self._near.get(word)
+        if hit is None:
+            hit = process.extractOne(word, self._vocab_list, scorer=Levenshtein.normalized_similarity,
+                                     score_cutoff=0.75) is not None
+            if len(self._near) >= _NEAR_CACHE_SIZE:
+                self._near.clear()
+            self._near[word] = hit
+        return hit
+
+    @staticmethod
+    def _load_cached(path: Path | None) -> LinearIntentClassifier | None:
+        if path is None or not path.exists():
+            return None
+        try:
+            model = LinearIntentClassifier.load(path)
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("ignoring unusable cached intent model %s: %s", path, exc)
+            return None
+        log.info("intent classifier loaded from %s", path)
+        return model
 
     def _known_ratio(self, words: list[str]) -> float:
         if not words:
             return 0.0
-        known = 0
-        for w in words:
-            if w in self._vocab:
-                known += 1
-            elif len(w) >= 4 and process.extractOne(
-                    w, self._vocab_list, scorer=Levenshtein.normalized_similarity,
-                    score_cutoff=0.75) is not None:
-                known += 1
-        return known / len(words)
+        return sum(self._is_known(w) for w in words) / len(words)
 
     def classify(self, text: str) -> tuple[str, float]:
         """(intent name, confidence) for normalized ``text``: the ``IntentClassifier`` protocol."""
-        intent = self._classify(text, tokenize(text))
-        return intent[0], intent[1]
+        tokens = tokenize(text)
+        return self._classify(text, tokens, self.extractor.extract_tokens(text, tokens))
 
-    def _classify(self, normalized: str, tokens: list) -> tuple[str, float]:
+    def _classify(self, normalized: str, tokens: list, found: Mapping[str, Any]) -> tuple[str, float]:
         if not has_letters(normalized):
             return OOS, 1.0
-        probs = self._classifier.probabilities(self._features(normalized, tokens))
+        probs = self._classifier.probabilities(self._features(tokens, found))
         labels = self._classifier.labels
         top = int(probs.argmax())
         skill_p = max((float(p) for lab, p in zip(labels, probs) if lab != OOS), default=0.0)
@@ -145,12 +199,12 @@ class Understander:
                                 hint="shorten the request or raise nlu.max_text_chars")
         normalized = normalize_text(text)
         tokens = tokenize(normalized)
-        name, confidence = self._classify(normalized, tokens)
+        found = self.extractor.extract_tokens(normalized, tokens) if has_letters(normalized) else {}
+        name, confidence = self._classify(normalized, tokens, found)
         if name == OOS:
             return Intent(OOS, confidence, {})
         spec = self.intents.spec(name)
-        slots: dict[str, Any] = self.extractor.extract_tokens(normalized, tokens, spec.slots) \
-            if spec.slots else {}
+        slots: dict[str, Any] = {k: v for k, v in found.items() if k in spec.slots}
         if spec.abstain_without and not any(s in slots for s in spec.abstain_without):
             log.debug("intent %s abstains: none of %s found", name, spec.abstain_without)
             return Intent(OOS, 1.0 - confidence, {})

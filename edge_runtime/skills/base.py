@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from ..errors import BadInputError, ConfigError
 from ..types import Intent
 
 
@@ -15,3 +16,14 @@ class Skill(Protocol):
         Raise ``BadInputError`` (with a message a user can act on) when the slots
         cannot be used, e.g. "I could not find a number to set the timer for".
         """
+
+
+class SkillInputError(BadInputError):
+    """The slots of a request cannot be used. ``message`` is a complete spoken sentence
+    that tells the user what to say instead, so a voice front end can speak it as is."""
+
+    stage = "skills"
+
+
+class SkillConfigError(ConfigError):
+    """A skills setting (e.g. ``skills.timezone``) is unusable."""

@@ -6,7 +6,8 @@ import importlib.util
 
 from ..errors import ConfigError
 from .base import VadEngine, VadError
-from .endpointer import Endpointer, EndpointConfig, SpeechEnd, SpeechStart
+from .endpointer import (Endpointer, EndpointConfig, SpeechAudio, SpeechEnd, SpeechPause,
+                         SpeechResume, SpeechStart)
 
 BACKENDS = {"silero": ("onnxruntime", "pip install onnxruntime && pip install --no-deps "
                                       "silero-vad"),
@@ -29,5 +30,6 @@ def load_vad(backend: str = "silero", *, model_path: str = "", threads: int = 1,
     return WebRtcVad(aggressiveness)
 
 
-__all__ = ["VadEngine", "VadError", "Endpointer", "EndpointConfig", "SpeechStart", "SpeechEnd",
+__all__ = ["VadEngine", "VadError", "Endpointer", "EndpointConfig", "SpeechStart", "SpeechAudio", "SpeechPause",
+           "SpeechResume", "SpeechEnd",
            "load_vad", "BACKENDS"]

@@ -5,10 +5,12 @@ needs no clock; a caller that feeds a live microphone maps audio time to wall ti
 
 Idle: a ring of ``preroll_ms`` of audio is kept. ``start_ms`` of frames at or above
 ``threshold`` start an utterance (``SpeechStart``); the utterance begins with the
-pre-roll, so onsets are not clipped. In speech, frames below ``neg_threshold`` count as
+pre-roll, so onsets are not clipped. Every frame that joins the utterance is also
+emitted (``SpeechAudio``, in order) for a streaming recognizer. In speech, frames below ``neg_threshold`` count as
 silence; after ``pause_ms`` of silence a ``SpeechPause`` carries the utterance so far
 (a caller may start the final transcription early and keep it if speech does not
-resume); after ``end_silence_ms`` a ``SpeechEnd`` carries the utterance (with at most
+resume, ``SpeechResume`` says it did); after ``end_silence_ms`` a ``SpeechEnd`` carries
+the utterance (with at most
 ``pause_ms`` of trailing silence, so it equals the pause snapshot). An utterance also
 ends at ``max_utterance_s``; one with under ``min_speech_ms`` of speech ends as
 ``too_short`` (a cough, a click).
@@ -54,9 +56,19 @@ class SpeechStart:
 
 
 @dataclass(frozen=True)
+class SpeechAudio:
+    samples: np.ndarray             # audio that joined the utterance (pre-roll, then frames)
+
+
+@dataclass(frozen=True)
 class SpeechPause:
     t_s: float                      # audio time when the pause was noticed
     audio: np.ndarray               # the utterance so far (float32, 16 kHz)
+
+
+@dataclass(frozen=True)
+class SpeechResume:
+    t_s: float                      # speech came back after a SpeechPause (not an end)
 
 
 @dataclass(frozen=True)
@@ -68,7 +80,7 @@ class SpeechEnd:
     reason: str                     # "silence" | "max_length" | "too_short" | "flush"
 
 
-Event = SpeechStart | SpeechPause | SpeechEnd
+Event = SpeechStart | SpeechAudio | SpeechPause | SpeechResume | SpeechEnd
 
 
 class Endpointer:
@@ -143,25 +155,31 @@ class Endpointer:
             self._silence = 0
             self._t_start = t_end - self._run * self.frame / RATE
             self._last_speech_end = t_end
-            return [SpeechStart(self._t_start)]
+            return [SpeechStart(self._t_start), SpeechAudio(np.concatenate(self._utt))]
         self._utt.append(frame)
+        resumed: list[Event] = [SpeechAudio(frame)]   # + SpeechResume, if speech came back
         if p < self.cfg.neg_threshold:
             self._silence += 1
         elif p >= self.cfg.threshold or self._silence == 0:
+            if self._silence >= self._pause_frames and \
+                    self._speech_frames >= self._min_speech_frames:
+                resumed.append(SpeechResume(t_end))
             self._silence = 0
             self._speech_frames += 1
             self._last_speech_end = t_end
         else:                                    # in the hysteresis band: still silence
             self._silence += 1
+        if len(resumed) > 1:
+            return resumed
         if len(self._utt) >= self._max_frames:
-            return [self._end("max_length")]
+            return resumed + [self._end("max_length")]
         if self._silence >= self._end_frames:
-            return [self._end("silence" if self._speech_frames >= self._min_speech_frames
-                              else "too_short")]
+            return resumed + [self._end("silence" if self._speech_frames >=
+                                        self._min_speech_frames else "too_short")]
         if self._silence == self._pause_frames and \
                 self._speech_frames >= self._min_speech_frames:
-            return [SpeechPause(t_end, self._trimmed())]
-        return []
+            return resumed + [SpeechPause(t_end, self._trimmed())]
+        return resumed
 
     def _trimmed(self) -> np.ndarray:
         keep = len(self._utt) - max(0, self._silence - self._pause_frames)

@@ -56,8 +56,8 @@ class SileroVad:
         if _model is None:
             path = Path(model_path) if model_path else default_model_path()
             if path is None or not path.is_file():
-                raise ModelMissingError(f"silero VAD model not found ({path or 'silero-vad not '
-                                        'installed'})", stage="vad",
+                where = path or "silero-vad is not installed"
+                raise ModelMissingError(f"silero VAD model not found ({where})", stage="vad",
                                         hint="pip install --no-deps silero-vad, or set "
                                              "vad.model_path; or use vad.backend = 'webrtc'")
             _model = _Model(path, threads)

@@ -102,3 +102,16 @@ async def test_sink_gets_pieces_and_a_reset_when_the_cloud_fails_midway():
     sink = ListSink()
     await p.ask("what time is it", sink=sink)
     assert sink.events == ["It is noon."]
+
+
+async def test_a_skill_that_needs_more_asks_back():
+    from edge_runtime.errors import BadInputError
+
+    class Asking:
+        def handle(self, intent, text):
+            raise BadInputError("For how long?")
+
+    p = make_pipeline()
+    p.s.skills.get = lambda name: Asking()
+    r = await p.ask("what time is it")
+    assert r.route == "skill" and r.answer == "For how long?" and "needs more" in r.reason

@@ -52,33 +52,46 @@ class _Builder:
         self.g = _Graph()
         self.acc = accuracy_level
         self.lm_acc = lm_head_accuracy_level
+        self._made: set[str] = set()
 
     # -- helpers ---------------------------------------------------------------------------
     def linear(self, x: str, w: NBitsWeight, prefix: str, acc: int) -> str:
         g = self.g
-        ins = [x, g.const(f"{prefix}.B", w.b), g.const(f"{prefix}.scales", w.scales),
-               g.const(f"{prefix}.zp", w.zero_points)]
+        ins = [x, g.const(f"{prefix}.B", w.b), g.const(f"{prefix}.scales", w.scales)]
+        if w.zero_points is not None:
+            ins.append(g.const(f"{prefix}.zp", w.zero_points))
         (y,) = g.op("MatMulNBits", ins, domain="com.microsoft", K=w.k, N=w.n, bits=w.bits,
                     block_size=BLOCK, accuracy_level=acc)
         if w.mins is None:
             return y
-        # Q4_1 block minimum: y += sum over each 32-block of x, times m (exact).
-        (xb,) = g.op("Reshape", [x, self.blocks_shape(w.k)])
-        (xs,) = g.op("ReduceSum", [xb, self.axis_last], keepdims=0)
-        (corr,) = g.op("MatMul", [xs, g.const(f"{prefix}.mins", w.mins)])
+        # Q4_1 block offset: y += (sum over each 32-block of x) @ offsets (exact).
+        (xs,) = g.op("MatMul", [x, self.block_sum_matrix(w.k)])
+        (corr,) = g.op("MatMul", [xs, g.const(f"{prefix}.offsets", w.mins)])
         (out,) = g.op("Add", [y, corr])
         return out
 
-    def blocks_shape(self, k: int) -> str:
-        name = f"shape_blocks_{k}"
-        if not any(i.name == name for i in self.g.inits):
-            self.g.const(name, np.array([0, 0, k // BLOCK, BLOCK], np.int64))
+    def block_sum_matrix(self, k: int) -> str:
+        """[K, K/32] 0/1 matrix: x @ S = per-block sums of x (one node instead of two)."""
+        name = f"block_sum_{k}"
+        if name not in self._made:
+            self._made.add(name)
+            self.g.const(name, np.kron(np.eye(k // BLOCK, dtype=np.float32),
+                                       np.ones((BLOCK, 1), np.float32)))
         return name
 
-    def rms(self, x: str, weight: str) -> str:
-        w = self.g.const(weight, self.m.tensors[weight].raw.astype(np.float32).reshape(-1))
-        return self.g.op("SimplifiedLayerNormalization", [x, w], axis=-1,
-                         epsilon=self.hp.rms_eps, stash_type=1)[0]
+    def rms(self, residual: str, branch: str | None, weight: str) -> tuple[str, str]:
+        """RMSNorm of ``residual + branch``; returns (normed, new residual). With a branch
+        this is one SkipSimplifiedLayerNormalization node (add + norm fused)."""
+        g = self.g
+        w = g.const(weight, self.m.tensors[weight].raw.astype(np.float32).reshape(-1))
+        if branch is None:
+            (y,) = g.op("SimplifiedLayerNormalization", [residual, w], axis=-1,
+                        epsilon=self.hp.rms_eps, stash_type=1)
+            return y, residual
+        y, total = g.name("normed"), g.name("residual")
+        g.op("SkipSimplifiedLayerNormalization", [branch, residual, w], domain="com.microsoft",
+             outputs=[y, "", "", total], epsilon=self.hp.rms_eps)
+        return y, total
 
     # -- graph parts -----------------------------------------------------------------------
     def embedding(self, emb: NBitsWeight) -> str:
@@ -110,11 +123,13 @@ class _Builder:
         sin = g.const("sin_cache", np.sin(ang).astype(np.float32))
         return seqlens, total, cos, sin
 
-    def layer(self, i: int, x: str, att: tuple[str, str, str, str]) -> str:
+    def layer(self, i: int, x: str, branch: str | None,
+              att: tuple[str, str, str, str]) -> tuple[str, str]:
+        """One decoder block; returns (residual, branch) whose sum is the block's output."""
         g, hp, t = self.g, self.hp, self.m.tensors
         seqlens, total, cos, sin = att
         p = f"blk.{i}"
-        xn = self.rms(x, f"{p}.attn_norm.weight")
+        xn, x = self.rms(x, branch, f"{p}.attn_norm.weight")
         qkv_w = concat_rows([to_nbits(t[f"{p}.attn_{n}.weight"]) for n in ("q", "k", "v")])
         qkv = self.linear(xn, qkv_w, f"{p}.attn_qkv", self.acc)
         attn, _, _ = g.op(
@@ -126,8 +141,7 @@ class _Builder:
             num_heads=hp.n_heads, kv_num_heads=hp.n_kv_heads, do_rotary=1, rotary_interleaved=1,
             scale=float(1.0 / np.sqrt(hp.head_dim)), local_window_size=-1)
         o = self.linear(attn, to_nbits(t[f"{p}.attn_output.weight"]), f"{p}.attn_output", self.acc)
-        (h,) = g.op("Add", [x, o])
-        hn = self.rms(h, f"{p}.ffn_norm.weight")
+        hn, h = self.rms(x, o, f"{p}.ffn_norm.weight")
         gu_w = concat_rows([to_nbits(t[f"{p}.ffn_{n}.weight"]) for n in ("gate", "up")])
         gu = self.linear(hn, gu_w, f"{p}.ffn_gate_up", self.acc)
         gate, up = g.op("Split", [gu, self.split_ffn], n_out=2, axis=-1)
@@ -135,20 +149,20 @@ class _Builder:
         (silu,) = g.op("Mul", [gate, sig])
         (act,) = g.op("Mul", [silu, up])
         down = self.linear(act, to_nbits(t[f"{p}.ffn_down.weight"]), f"{p}.ffn_down", self.acc)
-        return g.op("Add", [h, down])[0]
+        return h, down
 
     def build(self) -> onnx.ModelProto:
         hp, g = self.hp, self.g
         emb_w = to_nbits(self.m.tensors["token_embd.weight"])
         if emb_w.bits != 8 or emb_w.mins is not None:
             raise ValueError("token_embd must be Q8_0 for this builder")
-        self.axis_last = g.const("axis_last", np.array([-1], np.int64))
         self.split_ffn = g.const("split_ffn", np.array([hp.ffn, hp.ffn], np.int64))
         x = self.embedding(emb_w)
         att = self.attention_inputs()
+        branch = None
         for i in range(hp.n_layers):
-            x = self.layer(i, x, att)
-        xn = self.rms(x, "output_norm.weight")
+            x, branch = self.layer(i, x, branch, att)
+        xn, _ = self.rms(x, branch, "output_norm.weight")
         out_t = output_tensor(self.m)
         if out_t.name == "token_embd.weight":
             # tied: a second copy of the table, because onnxruntime's CPU MatMulNBits only

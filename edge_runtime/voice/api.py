@@ -1,0 +1,168 @@
+"""Voice routes of the daemon: ``POST /v1/audio`` and the ``/v1/stream`` WebSocket.
+
+``POST /v1/audio`` (body: a WAV file; ``?speak=0`` to skip speech, ``?format=wav`` for a
+WAV reply with the answer object in the ``X-Edge-Result`` header) -> the answer object of
+``/v1/ask`` plus ``audio`` {``sample_rate``, ``wav_base64``} and ``voice_ms``.
+
+``GET /v1/stream`` (WebSocket): the client sends binary frames of s16le PCM (16 kHz mono
+unless a first text message ``{"type": "start", "sample_rate": R, "channels": C}`` says
+otherwise) and ``{"type": "end"}`` when done; the server sends JSON events
+(``speech_start``, ``partial``, ``transcript``, ``result``, ``barge_in``, ``audio_start``
+{``sample_rate``}, ``audio_stop`` (drop buffered audio: barge-in), ``error``) and the
+answer's speech as binary s16le frames at ``audio_start``'s rate.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+
+import numpy as np
+from aiohttp import WSMsgType, web
+
+from ..audio.format import PcmFormat, decode_pcm, resample, to_mono
+from ..audio.playback import VirtualSpeaker
+from ..errors import BadInputError, EdgeError
+from .service import VoiceService
+
+log = logging.getLogger(__name__)
+
+VOICE_KEY = web.AppKey("voice", VoiceService)
+MAX_WS_MESSAGE = 1 << 20
+
+
+def add_voice_routes(app: web.Application, runtime) -> None:
+    """Register the voice routes; the voice models load at startup, off the event loop."""
+    service = VoiceService(runtime)
+    app[VOICE_KEY] = service
+    app.on_startup.append(_start)
+    app.on_cleanup.append(_stop)
+    app.router.add_post("/v1/audio", audio)
+    app.router.add_get("/v1/stream", stream)
+
+
+async def _start(app: web.Application) -> None:
+    await app[VOICE_KEY].start()
+
+
+async def _stop(app: web.Application) -> None:
+    app[VOICE_KEY].close()
+
+
+async def audio(request: web.Request) -> web.Response:
+    service = request.app[VOICE_KEY]
+    limit = service.max_upload_bytes
+    if request.content_length is not None and request.content_length > limit:
+        raise BadInputError(f"audio upload is {request.content_length} bytes, more than "
+                            f"{limit}", hint="send one utterance (16 kHz mono 16-bit WAV)")
+    body = await _read_limited(request, limit)
+    speak = request.query.get("speak", "1") not in ("0", "false", "no")
+    out, wav = await service.answer_wav(body, speak=speak)
+    if request.query.get("format") == "wav":
+        if wav is None:
+            raise BadInputError("format=wav needs speak=1")
+        return web.Response(body=wav, content_type="audio/wav",
+                            headers={"X-Edge-Result": json.dumps(out, ensure_ascii=True)})
+    if wav is not None:
+        out["audio"] = {"sample_rate": service.stack.tts.sample_rate, "format": "wav",
+                        "wav_base64": base64.b64encode(wav).decode("ascii")}
+    return web.json_response(out)
+
+
+async def _read_limited(request: web.Request, limit: int) -> bytes:
+    """The body, read past the daemon-wide ``server.max_body_bytes`` up to ``limit``."""
+    parts, size = [], 0
+    while chunk := await request.content.read(1 << 16):
+        size += len(chunk)
+        if size > limit:
+            raise BadInputError(f"audio upload is more than {limit} bytes",
+                                hint="send one utterance (16 kHz mono 16-bit WAV)")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+class _WsSpeaker(VirtualSpeaker):
+    """Plays by sending audio to the client, paced as the client plays it."""
+
+    def __init__(self, ws: web.WebSocketResponse, loop: asyncio.AbstractEventLoop,
+                 sample_rate: int) -> None:
+        super().__init__(sample_rate)
+        self.ws, self.loop = ws, loop
+        self._started = False
+
+    def play(self, audio: np.ndarray, sample_rate: int) -> None:   # TTS thread
+        super().play(audio, sample_rate)
+        if not self._started:
+            self._started = True
+            self._send_json({"type": "audio_start", "sample_rate": self.sample_rate})
+        data = audio.astype("<i2").tobytes()
+        self.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._send(data)))
+
+    def stop(self) -> None:
+        was = self.playing
+        super().stop()
+        if was:
+            self._send_json({"type": "audio_stop"})
+
+    def _send_json(self, obj: dict) -> None:
+        data = json.dumps(obj)
+        self.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._send(data)))
+
+    async def _send(self, data) -> None:
+        if self.ws.closed:
+            return
+        try:
+            if isinstance(data, str):
+                await self.ws.send_str(data)
+            else:
+                await self.ws.send_bytes(data)
+        except (ConnectionError, RuntimeError):
+            log.debug("stream client went away while sending")
+
+
+async def stream(request: web.Request) -> web.WebSocketResponse:
+    service = request.app[VOICE_KEY]
+    service.require_ready()
+    ws = web.WebSocketResponse(max_msg_size=MAX_WS_MESSAGE, heartbeat=30.0)
+    await ws.prepare(request)
+    loop = asyncio.get_running_loop()
+    speaker = _WsSpeaker(ws, loop, service.stack.tts.sample_rate if service.stack.tts
+                         else 22050)
+    session = service.session(speaker, emit=lambda ev: speaker._send_json(ev))
+    fmt = PcmFormat()
+    try:
+        async for msg in ws:
+            if msg.type == WSMsgType.BINARY:
+                try:
+                    x = to_mono(decode_pcm(msg.data, fmt))
+                    await session.feed(resample(x, fmt.sample_rate))
+                except EdgeError as exc:
+                    await ws.send_json({"type": "error", "error": exc.to_dict()})
+            elif msg.type == WSMsgType.TEXT:
+                try:
+                    ctl = json.loads(msg.data)
+                    kind = ctl.get("type") if isinstance(ctl, dict) else None
+                except json.JSONDecodeError:
+                    kind = None
+                if kind == "start":
+                    try:
+                        fmt = PcmFormat(int(ctl.get("sample_rate", 16000)),
+                                        int(ctl.get("channels", 1))).validate()
+                    except (EdgeError, ValueError, TypeError) as exc:
+                        err = exc.to_dict() if isinstance(exc, EdgeError) else \
+                            {"code": "bad_input", "message": str(exc)}
+                        await ws.send_json({"type": "error", "error": err})
+                elif kind == "end":
+                    await session.finish()
+                    await asyncio.sleep(speaker.wait_s())
+                    await ws.send_json({"type": "end"})
+                else:
+                    await ws.send_json({"type": "error", "error": {
+                        "code": "bad_input", "message": "unknown control message",
+                        "hint": 'send {"type": "start"|"end"} or binary s16le PCM'}})
+            elif msg.type == WSMsgType.ERROR:
+                break
+    finally:
+        session.close()
+    return ws

@@ -1,0 +1,126 @@
+"""The voice half of one runtime: loads the stack once and answers WAVs and streams.
+
+Used by the daemon routes (``api.py``) and the CLI (``cli.py``). Model paths come from
+the model store when its voice entries are pulled, else from the installed packages.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import numpy as np
+
+from ..audio.errors import NoSpeechError
+from ..audio.format import load_audio, wav_bytes
+from ..audio.playback import VirtualSpeaker
+from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import EdgeError, ModelMissingError
+from ..types import CancelToken, Timings
+from ..vad import Endpointer, SpeechEnd
+from .session import VoiceSession
+from .settings import settings_from_config
+from .speaker import Speaker
+from .stack import VoiceSettings, VoiceStack, model_paths
+
+log = logging.getLogger(__name__)
+RATE = 16_000
+
+
+class VoiceService:
+    def __init__(self, runtime, settings: VoiceSettings | None = None, *,
+                 clock: Clock = SYSTEM_CLOCK, stack: VoiceStack | None = None) -> None:
+        self.runtime = runtime
+        self.settings = settings or settings_from_config(runtime.cfg)
+        self.clock = clock
+        self.stack = stack
+        self._owns_stack = False            # close only what this service loaded
+        self.error: EdgeError | None = None
+
+    @property
+    def max_upload_bytes(self) -> int:
+        # 32-bit stereo 48 kHz of max_seconds, plus headers: larger bodies cannot be valid
+        return int(self.settings.max_seconds * 48_000 * 8) + 4096
+
+    async def start(self) -> None:
+        """Load the models off the event loop; a failure is kept and reported per request."""
+        if self.stack is not None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            store = None
+            try:
+                from ..models.store import ModelStore
+                store = ModelStore(self.runtime.cfg)
+            except EdgeError:
+                log.debug("model store unavailable; using installed model packages")
+            self.stack = await loop.run_in_executor(
+                None, lambda: VoiceStack.load(self.settings, paths=model_paths(store)))
+            self._owns_stack = True
+            await self.stack.warm_up()
+        except EdgeError as exc:
+            self.error = exc
+            log.warning("voice unavailable: %s", exc.one_line())
+
+    def require_ready(self) -> VoiceStack:
+        if self.stack is None:
+            raise self.error or ModelMissingError("the voice models are not loaded yet",
+                                                  stage="voice", retryable=True)
+        return self.stack
+
+    def session(self, player, emit=None, budget_ms: float | None = None) -> VoiceSession:
+        return VoiceSession(self.require_ready(), self.runtime.pipeline, player, emit=emit,
+                            clock=self.clock, budget_ms=budget_ms)
+
+    def close(self) -> None:
+        if self.stack is not None and self._owns_stack:
+            self.stack.close()
+
+    # -- one WAV in, one answer out ----------------------------------------------------
+    async def answer_wav(self, data: bytes | str, *, speak: bool = True,
+                         budget_ms: float | None = None) -> tuple[dict[str, Any], bytes | None]:
+        """Transcribe a WAV (bytes or path), answer it, and render the answer as a WAV."""
+        stack = self.require_ready()
+        loop = asyncio.get_running_loop()
+        samples = await loop.run_in_executor(
+            stack.asr_pool, lambda: load_audio(data, max_seconds=self.settings.max_seconds))
+        speech = await loop.run_in_executor(stack.asr_pool, self._speech_span, samples)
+        transcript = await loop.run_in_executor(stack.asr_pool, stack.asr.transcribe, speech)
+        text = transcript.text.strip()
+        if not any(c.isalnum() for c in text):
+            raise NoSpeechError("the recognizer heard no words in the audio",
+                                hint="speak closer to the microphone, or check the file")
+        player = VirtualSpeaker(stack.tts.sample_rate if stack.tts else 22050, self.clock)
+        speaker = Speaker(stack, player, clock=self.clock) if speak and stack.tts else None
+        t_ask = self.clock.monotonic()
+        result = await self.runtime.pipeline.ask(text, cancel=CancelToken(), sink=speaker,
+                                                 timings=Timings(asr=transcript.decode_s),
+                                                 budget_ms=budget_ms)
+        wav = None
+        if speaker is not None:
+            speaker.finish()
+            await speaker.rendered()
+            wav = wav_bytes(player.heard(), player.sample_rate)
+        out = result.to_dict()
+        first = speaker.first_audio_at if speaker is not None else None
+        out["voice_ms"] = {
+            "speech": round(len(speech) / RATE * 1000.0, 1),
+            "asr": round(transcript.decode_s * 1000.0, 1),
+            # processing from end of speech (not counting endpoint silence) to first audio
+            "first_audio": None if first is None else
+            round((transcript.decode_s + first - t_ask) * 1000.0, 1)}
+        out["asr_backend"] = transcript.backend
+        return out, wav
+
+    def _speech_span(self, samples: np.ndarray) -> np.ndarray:
+        """The audio from the first speech onset to the last end; NoSpeechError if none."""
+        ep = Endpointer(self.stack.vad.fork(), self.settings.endpoint)
+        ends = [ev for ev in ep.feed(samples) + ep.flush()
+                if isinstance(ev, SpeechEnd) and ev.reason != "too_short"]
+        if not ends:
+            raise NoSpeechError("no speech detected in the audio (silence or noise only)",
+                                hint="send a recording of someone speaking")
+        pre = self.settings.endpoint.preroll_ms / 1000.0
+        start = max(0, int((ends[0].t_start - pre) * RATE))
+        stop = min(len(samples), int((ends[-1].t_speech_end + 0.1) * RATE))
+        return samples[start:stop]
