@@ -173,8 +173,8 @@ def _pipeline(stub: bool):
         return None, None
     from edge_runtime.config import load_config
     from edge_runtime.runtime import Runtime
-    try:
-        rt = Runtime.build(load_config())
+    try:        # a fresh in-memory answer cache: open questions go local, then hit the cache
+        rt = Runtime.build(load_config(None, overrides={"cache": {"disk_enabled": False}}))
     except Exception as exc:
         log.warning("real pipeline unavailable (%s); skill/local routes not measured", exc)
         return None, None

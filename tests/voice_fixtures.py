@@ -1,6 +1,8 @@
 """Fakes and helpers for the voice tests (stage prefix: voice)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from edge_runtime.asr.base import BufferedStream, Transcript
@@ -101,18 +103,28 @@ _REAL: dict = {}
 
 
 def real_stack(**settings):
-    """The real voice stack (silero + whisper tiny.en + Piper joe), loaded once per process."""
-    from edge_runtime.voice.stack import VoiceSettings, VoiceStack
+    """The real voice stack (silero + whisper tiny.en + Piper joe), loaded once per process:
+    models from the model store when pulled, else from the installed model packages."""
+    import pytest
+
+    from edge_runtime.config import load_config
+    from edge_runtime.errors import EdgeError
+    from edge_runtime.models.store import ModelStore
+    from edge_runtime.voice.stack import VoiceSettings, VoiceStack, model_paths
     key = tuple(sorted(settings.items()))
     if key not in _REAL:
-        _REAL[key] = VoiceStack.load(VoiceSettings(**settings))
+        try:
+            paths = model_paths(ModelStore(load_config(env={})))
+            _REAL[key] = VoiceStack.load(VoiceSettings(**settings), paths=paths)
+        except EdgeError as exc:
+            pytest.fail(f"voice models unavailable: {exc.one_line()} — install the extras "
+                        "(tts, asr-whisper, webrtcvad-wheels) and run `edge-runtime models "
+                        "pull`")
     return _REAL[key]
 
 
-def command_wav(text: str, out_dir) -> "Path":
+def command_wav(text: str, out_dir) -> Path:
     """A Piper rendering of ``text`` as a 16 kHz WAV (0.3 s of silence either side)."""
-    from pathlib import Path
-
     from edge_runtime.audio.format import resample, write_wav
     stack = real_stack()
     path = Path(out_dir) / (text.replace(" ", "_")[:60] + ".wav")

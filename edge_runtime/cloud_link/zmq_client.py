@@ -201,6 +201,12 @@ class ZmqCloudClient:
 
     async def close(self) -> None:
         """Stop the tasks, fail in-flight streams and close the socket (idempotent)."""
+        if self._sock is not None:
+            # Stop the monitor while its reader is still alive: libzmq's I/O thread sends
+            # monitor events with a blocking send under a lock, so closing the reader first
+            # can deadlock it (and then us, on that lock).
+            with contextlib.suppress(zmq.ZMQError):
+                self._sock.disable_monitor()
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
@@ -210,8 +216,6 @@ class ZmqCloudClient:
         for pending in self._pending.values():
             pending.fail("cloud link closed")
         if self._sock is not None:
-            with contextlib.suppress(zmq.ZMQError):
-                self._sock.disable_monitor()
             self._sock.close(0)
             self._sock = None
         if self._ctx is not None:

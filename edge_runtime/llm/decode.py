@@ -1,5 +1,9 @@
 """The decode loop, independent of onnxruntime: prefill, sample, stream text, stop.
 
+The repetition penalty sees only the generated tokens, not the prompt: penalising the
+prompt pushed SmolLM2 away from words it must echo ("What is the capital of France?" ->
+"Le Grand Paris ..." instead of "The capital of France is Paris.").
+
 ``feed(ids, history)`` is the model edge: it appends ``ids`` to the KV cache and returns
 the logits [V] of the last one (``history`` = every token the cache should hold after the
 call, so a provider fallback can replay it). Tests drive the loop with a scripted fake.
@@ -47,7 +51,8 @@ def decode_stream(feed: Feed, prompt_ids: list[int], params: GenerationParams, v
     sampler = Sampler(params, vocab.size)
     decoder = Utf8StreamDecoder(vocab.token_bytes, vocab.skip_ids)
     sentences = SentenceCounter(params.stop_at_sentence)
-    history = list(prompt_ids)
+    history = list(prompt_ids)   # what the KV cache holds (replayed on provider fallback)
+    generated: list[int] = []    # the repetition penalty looks at these only
     t_first = None
     try:
         if cancel is not None and cancel.cancelled:
@@ -58,7 +63,7 @@ def decode_stream(feed: Feed, prompt_ids: list[int], params: GenerationParams, v
             if cancel is not None and cancel.cancelled:
                 stats["stop_reason"] = "cancelled"
                 return
-            tok = sampler.sample(logits, history)
+            tok = sampler.sample(logits, generated)
             if t_first is None:
                 t_first = clock.monotonic()
                 stats["ttft_s"] = t_first - t0
@@ -67,6 +72,7 @@ def decode_stream(feed: Feed, prompt_ids: list[int], params: GenerationParams, v
                 stats["stop_reason"] = "end_of_turn"
                 break
             history.append(tok)
+            generated.append(tok)
             text, stop = sentences.feed(decoder.push(tok))
             if text:
                 yield text

@@ -84,8 +84,10 @@ class OnnxLlmEngine:
     # -- internals -------------------------------------------------------------------------
     def _open(self, names: list[str]) -> KvRunner:
         path = self.model_dir / self.cfg["model_file"]
-        if not path.is_file():
-            raise ModelMissingError(f"LLM model file missing: {path}", hint=BUILD_HINT)
+        data = self.cfg.get("external_data_file")
+        for f in [path] + ([self.model_dir / data] if data else []):
+            if not f.is_file():
+                raise ModelMissingError(f"LLM model file missing: {f}", hint=BUILD_HINT)
         opened = open_session(path, names, self.threads, self._cache_dir)
         return KvRunner(opened, self.cfg, self.max_len)
 

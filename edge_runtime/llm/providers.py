@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelLoadError, ProviderError
+from ..errors import ConfigError, ModelLoadError, ProviderError
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +38,8 @@ def available(names: Sequence[str]) -> list[str]:
     out = []
     for n in names:
         if n not in EP_NAMES:
-            raise ModelLoadError(f"unknown provider {n!r}; use tensorrt, cuda or cpu",
-                                 hint="fix llm.providers in the config")
+            raise ConfigError(f"unknown provider {n!r}; use tensorrt, cuda or cpu",
+                              hint="fix llm.providers in the config")
         if EP_NAMES[n] in have:
             out.append(n)
         else:

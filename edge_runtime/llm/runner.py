@@ -35,7 +35,10 @@ class KvRunner:
         self.n_layers = int(cfg["num_layers"])
         self.vocab = int(cfg["vocab_size"])
         self._check_io(cfg)
-        kv_dev = "cpu" if self.device == "cpu" else "cuda"
+        # The KV cache lives in host memory on every provider: this fp32 model's
+        # GroupQueryAttention has no CUDA kernel (fp16/bf16 only), so it runs on the CPU EP
+        # and host buffers keep the in-place (shared past/present) update.
+        kv_dev = "cpu"
         shape = [1, int(cfg["num_key_value_heads"]), self.max_len, int(cfg["head_dim"])]
         self.kv = [(ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32, kv_dev, 0),
                     ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32, kv_dev, 0))

@@ -60,12 +60,13 @@ class Sampler:
         self.window = penalty_window
         self._buf = np.empty(vocab_size, dtype=np.float32)
 
-    def sample(self, logits: np.ndarray, history: Sequence[int]) -> int:
+    def sample(self, logits: np.ndarray, recent: Sequence[int]) -> int:
+        """The next token id; ``recent`` = generated tokens so far (penalty window)."""
         p = self.params
         z = self._buf[: logits.shape[-1]]
         np.copyto(z, logits.reshape(-1))
         if self.window:
-            apply_repetition_penalty(z, history[-self.window:], p.repetition_penalty)
+            apply_repetition_penalty(z, recent[-self.window:], p.repetition_penalty)
         if p.temperature <= 0:
             return int(np.argmax(z))
         ids, vals = top_k_candidates(z, p.top_k)

@@ -2,9 +2,13 @@
 
 Steps: validate (``BadInputError`` for empty or too-long text) -> ``normalize_text`` ->
 tokens with merged numbers -> abstain when the text has no letters or too few words the
-assistant knows (other languages, noise) -> linear classifier over hashed n-grams and
-entity tags -> abstain below ``oos_threshold`` -> slots for the chosen intent ->
-abstain when an intent's ``abstain_without`` slots are all missing.
+assistant knows (other languages, noise) -> classifier -> abstain below ``oos_threshold``
+-> slots for the chosen intent -> abstain when an intent's ``abstain_without`` slots are
+all missing.
+
+Classifier: with ``model_dir`` (config ``nlu.model_dir``), a fine-tuned encoder in ONNX
+Runtime (``encoder.EncoderIntentModel``, threshold calibrated at training time); without
+it, the v1 linear classifier over hashed n-grams and entity tags, trained at load.
 
 For ``oos`` results, ``confidence`` is how sure the abstain is: 1 - the best skill
 intent's probability (1.0 for text without letters).
@@ -26,6 +30,7 @@ from ..errors import BadInputError
 from ..types import Intent
 from .base import OOS, IntentSet
 from .classifier import LinearIntentClassifier, TrainSettings
+from .encoder import INTENTS_FILE, EncoderIntentModel
 from .entities import Extractor
 from .features import feature_names, hash_features, words_of
 from .loader import IntentFileError, load_intents
@@ -51,9 +56,13 @@ class Understander:
     def __init__(self, intents: IntentSet, lists: Mapping[str, tuple[str, ...]] | None = None, *,
                  oos_threshold: float = 0.45, max_text_chars: int = 2000,
                  min_known_ratio: float = 0.5, settings: TrainSettings = TrainSettings(),
-                 cache_dir: str | Path | None = None) -> None:
+                 cache_dir: str | Path | None = None, model_dir: str | Path | None = None,
+                 threads: int = 1) -> None:
         """``cache_dir``: where trained models are kept between runs (keyed by a hash of the
-        examples, lists and settings); None = train in memory at every start (~1 s)."""
+        examples, lists and settings); None = train in memory at every start (~1 s).
+        ``model_dir``: a trained encoder model (``edge-runtime nlu train``) used instead of
+        the v1 classifier, run on ``threads`` onnxruntime threads; its calibrated threshold
+        replaces ``oos_threshold``."""
         self.intents = intents
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self.oos_threshold = oos_threshold
@@ -61,7 +70,18 @@ class Understander:
         self.min_known_ratio = min_known_ratio
         self.extractor = Extractor(lists if lists is not None else NluConfig().lists)
         self._check_slots()
-        self._classifier, self._vocab = self._train(settings)
+        self._encoder = EncoderIntentModel(model_dir, threads) if model_dir else None
+        if self._encoder is not None:
+            self._classifier = None
+            self._vocab = frozenset(_EXTRA_VOCAB | self.extractor.lists.words | self._encoder.words
+                                    | {w for s in intents.intents.values() for e in s.examples
+                                       for w in normalize_text(e).split()})
+            missing = [lab for lab in self._encoder.labels if lab != OOS and lab not in intents.intents]
+            if missing:
+                log.warning("%d model intents are not in the intent file (e.g. %s): they get no "
+                            "skill and no slots", len(missing), missing[0])
+        else:
+            self._classifier, self._vocab = self._train(settings)
         self._vocab_list = sorted(self._vocab)
         self._near: dict[str, bool] = {}     # unknown word -> near a known one (bounded memo)
 
@@ -75,9 +95,13 @@ class Understander:
     def from_config(cls, cfg: NluConfig, cache_dir: str | Path | None = None) -> "Understander":
         """Load ``cfg.intents_file`` ("" = built in) and train the classifier (about 1 s), or
         load it from ``cache_dir`` (e.g. ``<paths.home>/nlu``) when trained there before."""
-        return cls(load_intents(cfg.intents_file or None), cfg.lists,
+        model_dir = getattr(cfg, "model_dir", "") or None
+        intents_file = cfg.intents_file or None
+        if model_dir and not intents_file and (Path(model_dir).expanduser() / INTENTS_FILE).is_file():
+            intents_file = Path(model_dir).expanduser() / INTENTS_FILE   # the set it was trained on
+        return cls(load_intents(intents_file), cfg.lists,
                    oos_threshold=cfg.oos_threshold, max_text_chars=cfg.max_text_chars,
-                   cache_dir=cache_dir)
+                   cache_dir=cache_dir, model_dir=model_dir)
 
     def _check_slots(self) -> None:
         known = set(self.extractor.slot_names)
@@ -176,6 +200,11 @@ class Understander:
     def _classify(self, normalized: str, tokens: list, found: Mapping[str, Any]) -> tuple[str, float]:
         if not has_letters(normalized):
             return OOS, 1.0
+        if self._encoder is not None:
+            words = [t.text for t in tokens if not t.is_number]
+            if self._known_ratio(words) < self.min_known_ratio:
+                return OOS, 1.0
+            return self._encoder.classify(normalized)
         probs = self._classifier.probabilities(self._features(tokens, found))
         labels = self._classifier.labels
         top = int(probs.argmax())

@@ -1,10 +1,13 @@
 """Sentence chunker: answer pieces in (as an LLM streams them), speakable chunks out.
 
 A chunk is released as soon as a sentence ends (``.``, ``!``, ``?``, ``;``, ``:`` or a
-line break followed by more text), so speech starts before the answer is complete.
-The first chunk may also end at a comma once it holds ``first_min_chars``: a short
-first chunk renders sooner. Abbreviations ("Dr.", "e.g.") and decimals ("3.5") do not
-end sentences; chunks longer than ``max_chars`` are split at a space.
+line break, followed by more text), so speech starts before the answer is complete.
+The first chunk may also end at a comma once it holds ``first_min_chars``, and is cut
+at a space once it would pass ``first_max_chars``: a short first chunk renders sooner
+(Piper's time grows with the chunk), and an LLM that writes a long clause
+without punctuation does not hold back the first sound. Abbreviations ("Dr.", "e.g.")
+and decimals ("3.5") do not end sentences; chunks longer than ``max_chars`` are split
+at a space.
 """
 from __future__ import annotations
 
@@ -17,8 +20,10 @@ _COMMA = re.compile(r",\s+")
 
 
 class SentenceChunker:
-    def __init__(self, first_min_chars: int = 24, max_chars: int = 240) -> None:
+    def __init__(self, first_min_chars: int = 24, max_chars: int = 240,
+                 first_max_chars: int = 56) -> None:
         self.first_min_chars = first_min_chars
+        self.first_max_chars = min(max_chars, max(first_max_chars, first_min_chars + 1))
         self.max_chars = max_chars
         self._buf = ""
         self._emitted = 0
@@ -54,6 +59,10 @@ class SentenceChunker:
             for m in _COMMA.finditer(self._buf):
                 if m.start() >= self.first_min_chars:
                     return self._take(m.end())
+            if len(self._buf) > self.first_max_chars:
+                cut = self._buf.rfind(" ", self.first_min_chars, self.first_max_chars)
+                if cut > 0:
+                    return self._take(cut + 1)
         if len(self._buf) > self.max_chars:
             cut = self._buf.rfind(" ", 0, self.max_chars)
             return self._take(cut + 1 if cut > 0 else self.max_chars)

@@ -30,6 +30,5 @@ def load_vad(backend: str = "silero", *, model_path: str = "", threads: int = 1,
     return WebRtcVad(aggressiveness)
 
 
-__all__ = ["VadEngine", "VadError", "Endpointer", "EndpointConfig", "SpeechStart", "SpeechAudio", "SpeechPause",
-           "SpeechResume", "SpeechEnd",
-           "load_vad", "BACKENDS"]
+__all__ = ["VadEngine", "VadError", "Endpointer", "EndpointConfig", "SpeechStart", "SpeechAudio",
+           "SpeechPause", "SpeechResume", "SpeechEnd", "load_vad", "BACKENDS"]

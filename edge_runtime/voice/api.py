@@ -131,11 +131,15 @@ async def stream(request: web.Request) -> web.WebSocketResponse:
                          else 22050)
     session = service.session(speaker, emit=lambda ev: speaker._send_json(ev))
     fmt = PcmFormat()
+    rest = b""                       # a partial sample frame carried to the next message
     try:
         async for msg in ws:
             if msg.type == WSMsgType.BINARY:
                 try:
-                    x = to_mono(decode_pcm(msg.data, fmt))
+                    data = rest + msg.data
+                    cut = len(data) - len(data) % fmt.frame_bytes
+                    rest = data[cut:]
+                    x = to_mono(decode_pcm(data[:cut], fmt))
                     await session.feed(resample(x, fmt.sample_rate))
                 except EdgeError as exc:
                     await ws.send_json({"type": "error", "error": exc.to_dict()})

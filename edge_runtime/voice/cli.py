@@ -43,11 +43,12 @@ def _show(event: dict[str, Any]) -> None:
     elif kind == "transcript":
         _print(f"\ryou> {event['text']:<72}")
     elif kind == "result":
-        t, v = event["timings_ms"], event.get("voice_ms", {})
+        t, v = event["timings_ms"], event.get("voice_ms")
         _print(f"bot> {event['answer']}")
-        _print(f"     [{event['route']}/{event['device']}] {event['reason']}; end of speech -> "
-               f"transcript {v.get('final_transcript')} ms, first audio {v.get('first_audio')}"
-               f" ms; first token {t.get('first_token')} ms")
+        spoken = (f"; end of speech -> transcript {v.get('final_transcript')} ms, -> first "
+                  f"audio {v.get('first_audio')} ms") if v else ""
+        _print(f"     [{event['route']}/{event['device']}] {event['reason']}{spoken}; first "
+               f"token {t.get('first_token')} ms")
     elif kind == "barge_in":
         _print(f"\n     [barge-in: stopped after {event['ms']} ms]")
     elif kind == "error":

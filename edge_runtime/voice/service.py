@@ -87,6 +87,9 @@ class VoiceService:
         speech = await loop.run_in_executor(stack.asr_pool, self._speech_span, samples)
         transcript = await loop.run_in_executor(stack.asr_pool, stack.asr.transcribe, speech)
         text = transcript.text.strip()
+        metrics = getattr(self.runtime, "metrics", None)
+        if metrics is not None:
+            metrics.observe_stage("asr", transcript.decode_s)
         if not any(c.isalnum() for c in text):
             raise NoSpeechError("the recognizer heard no words in the audio",
                                 hint="speak closer to the microphone, or check the file")

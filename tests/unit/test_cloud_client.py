@@ -214,6 +214,7 @@ async def test_gateway_killed_mid_stream_raises_link_down():
 
         task = asyncio.create_task(consume())
         await started.wait()
+        await wait_until(lambda: pieces == ["first"])
         await gw.stop()                                      # the gateway dies
         with pytest.raises(CloudUnavailableError, match="cloud link down"):
             await task

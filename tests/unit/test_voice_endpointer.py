@@ -3,8 +3,7 @@ import numpy as np
 import pytest
 
 from edge_runtime.errors import ConfigError
-from edge_runtime.vad import (EndpointConfig, Endpointer, SpeechAudio, SpeechEnd, SpeechPause,
-                              SpeechResume, SpeechStart)
+from edge_runtime.vad import EndpointConfig, Endpointer, SpeechAudio, SpeechEnd, SpeechPause
 from tests.voice_fixtures import ScriptedVad
 
 F = 512 / 16000        # 32 ms frames

@@ -55,11 +55,13 @@ async def _feed(session, clock, audio, *, echo_from=None, echo_gain=0.0):
         await asyncio.sleep(0)                 # let thread results reach the loop
 
 
-async def _settle(stack, session=None):
-    for _ in range(50):
+async def _settle(session):
+    """Wait (real time) until the current turn is answered and its speech rendered."""
+    for _ in range(500):
         await asyncio.sleep(0.01)
-        if stack.tts_pool._work_queue.empty() and stack.asr_pool._work_queue.empty():
-            break
+        if session._task is not None and session._task.done():
+            return
+    raise AssertionError("the turn did not finish")
 
 
 async def test_a_spoken_request_is_transcribed_answered_and_spoken():
@@ -116,7 +118,7 @@ async def test_speech_during_playback_stops_it_and_cancels_the_request():
     events = []
     session = VoiceSession(stack, pipe, speaker, emit=events.append, clock=clock)
     await _feed(session, clock, np.concatenate([tone(0.8), silence(0.5)]))
-    await _settle(stack)
+    await _settle(session)
     await _feed(session, clock, silence(1.5))   # the answer plays; the guard learns the room
     assert speaker.playing
     heard_before = len(speaker.heard())
@@ -141,7 +143,7 @@ async def test_the_assistant_does_not_barge_in_on_its_own_echo():
     events = []
     session = VoiceSession(stack, pipe, speaker, emit=events.append, clock=clock)
     await _feed(session, clock, np.concatenate([tone(0.8), silence(0.5)]))
-    await _settle(stack)
+    await _settle(session)
     # four seconds of the answer coming back through the "room" at 0.3 of its level
     await _feed(session, clock, silence(4.0), echo_from=speaker, echo_gain=0.3)
     assert "barge_in" not in [e["type"] for e in events]
@@ -158,8 +160,24 @@ async def test_barge_in_can_be_switched_off(enabled):
     events = []
     session = VoiceSession(stack, pipe, speaker, emit=events.append, clock=clock)
     await _feed(session, clock, np.concatenate([tone(0.8), silence(0.5)]))
-    await _settle(stack)
+    await _settle(session)
     await _feed(session, clock, np.concatenate([tone(0.8, amp=0.6), silence(0.1)]))
     assert "barge_in" not in [e["type"] for e in events]
     assert not pipe.cancel_tokens[0].cancelled
+    stack.close()
+
+
+async def test_a_repeated_answer_is_spoken_from_the_audio_cache():
+    clock = FakeClock()
+    tts = FakeTts()
+    stack = _stack(tts=tts)
+    speaker = VirtualSpeaker(16000, clock)
+    session = VoiceSession(stack, make_pipeline(), speaker, clock=clock)
+    for _ in range(2):
+        await _feed(session, clock, np.concatenate([tone(0.8), silence(0.6)]))
+        await _settle(session)
+        await _feed(session, clock, silence(2.0))        # let the answer finish playing
+    assert tts.calls == ["It is noon."]                  # rendered once, played twice
+    assert len(session.records) == 2
+    assert stack.audio_cache.hits == 1
     stack.close()

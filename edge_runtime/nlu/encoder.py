@@ -1,0 +1,133 @@
+"""Intent classifier v2 at run time: a fine-tuned sentence encoder in ONNX Runtime.
+
+A model directory (written by ``edge-runtime nlu train``) holds:
+
+- ``model.onnx``: ``input_ids``, ``attention_mask`` (int64, [1, T]) -> ``logits`` [1, C]
+  (the encoder, mean pooling and a softmax head in one graph; INT8 when that kept accuracy)
+- ``tokenizer.json``: the WordPiece tokenizer (``tokenizers`` library, no transformers)
+- ``meta.json``: ``labels`` (C names, ``oos`` among them when trained with out-of-scope
+  rows), ``oos_threshold`` (the best in-scope probability below which the text is out of
+  scope; calibrated on validation data), ``max_tokens``, and the training report
+- ``words.txt``: the training vocabulary (one word a line) for the known-word abstain check
+- ``intents.yaml`` (optional): the intent file it was trained from (skills, slots, caching)
+
+One query at a time on one thread by default (``threads``): a few milliseconds per query.
+Needs only onnxruntime, numpy and tokenizers.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+META_FILE = "meta.json"
+WORDS_FILE = "words.txt"
+INTENTS_FILE = "intents.yaml"    # optional: the intent file the model was trained from
+FORMAT = 1
+
+
+class ModelDirError(ConfigError):
+    """An NLU model directory is missing a file or was written by an incompatible version."""
+
+
+def _fail(model_dir: Path, what: str) -> ModelDirError:
+    return ModelDirError(f"NLU model directory {model_dir}: {what}",
+                         hint="train one with `edge-runtime nlu train --data FILE --out DIR`, "
+                              "or set nlu.model_dir to \"\" for the built-in classifier")
+
+
+def make_session(path: Path, threads: int = 1):
+    """An onnxruntime CPU session pinned to ``threads`` intra-op threads (1 = one core)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def load_tokenizer(path: Path, max_tokens: int):
+    """The ``tokenizers`` tokenizer without padding, truncated to ``max_tokens``."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(path))
+    tok.no_padding()
+    tok.enable_truncation(max_tokens)
+    return tok
+
+
+def softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+class EncoderIntentModel:
+    """Loads a model directory once; ``probabilities`` is thread-safe (onnxruntime ``run``)."""
+
+    def __init__(self, model_dir: str | Path, threads: int = 1, model_file: str = MODEL_FILE) -> None:
+        self.model_dir = Path(model_dir).expanduser()
+        for name in (model_file, TOKENIZER_FILE, META_FILE):
+            if not (self.model_dir / name).is_file():
+                raise _fail(self.model_dir, f"{name} is missing")
+        try:
+            meta = json.loads((self.model_dir / META_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise _fail(self.model_dir, f"{META_FILE} is unreadable: {exc}") from None
+        if meta.get("format") != FORMAT:
+            raise _fail(self.model_dir, f"format {meta.get('format')!r} is not {FORMAT}")
+        self.meta = meta
+        self.labels: tuple[str, ...] = tuple(meta["labels"])
+        self.oos_label: str = meta.get("oos_label", "oos")
+        self.oos_threshold: float = float(meta.get("oos_threshold", 0.0))
+        self.max_tokens: int = int(meta.get("max_tokens", 48))
+        self._tok = load_tokenizer(self.model_dir / TOKENIZER_FILE, self.max_tokens)
+        self._session = make_session(self.model_dir / model_file, threads)
+        self._in_scope = np.array([lab != self.oos_label for lab in self.labels])
+        words = self.model_dir / WORDS_FILE
+        self.words: frozenset[str] = frozenset(
+            words.read_text(encoding="utf-8").split()) if words.is_file() else frozenset()
+        log.info("NLU encoder model loaded from %s (%d labels, oos threshold %.3f)",
+                 self.model_dir, len(self.labels), self.oos_threshold)
+
+    def logits(self, text: str) -> np.ndarray:
+        """Raw class scores [C] for one normalized text."""
+        enc = self._tok.encode(text)
+        ids = np.asarray([enc.ids], np.int64)
+        mask = np.asarray([enc.attention_mask], np.int64)
+        return self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0][0]
+
+    def probabilities(self, text: str) -> np.ndarray:
+        """Softmax probabilities [C] over ``labels`` for one normalized text."""
+        return softmax(self.logits(text).astype(np.float64))
+
+    def decide(self, probs: np.ndarray, threshold: float | None = None) -> tuple[str, float]:
+        """(label, confidence): ``oos`` when the oos class wins or the best in-scope
+        probability is under ``threshold`` (default: the calibrated one)."""
+        t = self.oos_threshold if threshold is None else threshold
+        return decide(self.labels, self._in_scope, probs, t, self.oos_label)
+
+    def classify(self, text: str) -> tuple[str, float]:
+        """The ``IntentClassifier`` protocol: (intent, confidence) for normalized text."""
+        return self.decide(self.probabilities(text))
+
+
+def decide(labels: tuple[str, ...], in_scope: np.ndarray, probs: np.ndarray, threshold: float,
+           oos_label: str = "oos") -> tuple[str, float]:
+    """Out of scope when argmax is the oos class or the best in-scope probability < threshold;
+    the oos confidence is 1 - that probability."""
+    top = int(probs.argmax())
+    best_in = float(probs[in_scope].max()) if in_scope.any() else 0.0
+    if labels[top] == oos_label or best_in < threshold:
+        return oos_label, 1.0 - best_in
+    return labels[top], float(probs[top])

