@@ -102,7 +102,7 @@ def _serve(args: argparse.Namespace) -> int:
         gateway = Gateway(backend, args.bind, workers=args.workers, queue_size=args.queue_size,
                           max_new_tokens=args.max_new_tokens, curve=curve,
                           allow_insecure=args.allow_insecure)
-        serve(gateway, ready=lambda ep: print(f"edge-cloud ready on {ep}", flush=True))
+        serve(gateway, ready=_ready)
     finally:
         backend.close()
     return 0
@@ -132,3 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _ready(endpoint: str) -> None:
+    """Say so on stdout and to systemd (Type=notify in jetson/edge-cloud.service)."""
+    from edge_runtime import systemd
+    print(f"edge-cloud ready on {endpoint}", flush=True)
+    systemd.ready(f"serving on {endpoint}")

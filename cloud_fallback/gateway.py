@@ -24,6 +24,7 @@ from typing import Callable, Iterator
 
 import zmq
 
+from edge_runtime import systemd
 from edge_runtime.clock import SYSTEM_CLOCK, Clock
 from edge_runtime.errors import ConfigError
 from edge_runtime.protocol import (ERR_BACKEND, ERR_BAD_REQUEST, ERR_DEADLINE, ERR_OVERLOADED,
@@ -288,8 +289,12 @@ class Gateway:
                     job = self._jobs.get(timeout=0.1)
                 except queue.Empty:
                     continue
-                if not job.cancel.cancelled:     # else: answered while it waited in the queue
+                if job.cancel.cancelled:         # answered while it waited in the queue
+                    continue
+                try:
                     self._run(job, push)
+                except Exception:                # e.g. the outbox is gone at shutdown
+                    log.exception("worker failed on request %s", job.request.id)
         finally:
             push.close(0)
 
@@ -351,6 +356,7 @@ def serve(gateway: Gateway, *, ready: Callable[[str], None] | None = None) -> No
         while not stop.wait(0.5):
             if gateway.stopped:      # the I/O loop died: exit non-zero via the caller
                 raise RuntimeError("the gateway I/O loop stopped unexpectedly; see the log")
+            systemd.watchdog_ping()  # no-op outside systemd
     finally:
         gateway.stop()
         for sig, handler in previous.items():

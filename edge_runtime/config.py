@@ -130,6 +130,8 @@ class CloudConfig:
     client_secret_key_file: str = ""   # file written by `edge-runtime keys generate`
     allow_insecure: bool = False       # allow a non-loopback endpoint without CURVE (not advised)
     health_interval_s: float = 2.0
+    model: str = ""                    # model the gateway should use; "" = its default
+    stall_timeout_ms: float = 0.0      # max gap between chunks; 0 = first_token_timeout_ms
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import statistics
 from dataclasses import dataclass
 
 from .clock import SYSTEM_CLOCK, Clock
@@ -55,7 +56,8 @@ def build_stages(cfg: Config, clock: Clock = SYSTEM_CLOCK, *, with_llm: bool = T
     cloud = None
     if cfg.cloud.enabled:
         from .cloud_link import ZmqCloudClient
-        cloud = ZmqCloudClient(cfg.cloud, clock)
+        cloud = ZmqCloudClient(cfg.cloud, clock, model=cfg.cloud.model,
+                               stall_timeout_ms=cfg.cloud.stall_timeout_ms or None)
     profile, monitor = _device_for(cfg, clock)
     return Stages(understander=understander, skills=skills, cache=cache,
                   make_key=make_key, ttl_for=lambda spec: ttl_for(spec, cfg.cache),
@@ -88,20 +90,21 @@ class Runtime:
             await loop.run_in_executor(self.pipeline._llm_thread, self.calibrate)
         self.refresh_gauges()
 
-    def calibrate(self) -> None:
-        """Measure prefill on two prompt lengths (also warms the model up)."""
+    def calibrate(self, rounds: int = 3) -> None:
+        """Measure prefill on two prompt lengths, median of ``rounds`` (also warms up)."""
         engine, params = self.stages.llm, GenerationParams(max_new_tokens=1, temperature=0.0)
         clock = self.pipeline.clock
         samples = []
-        for _ in range(2):
-            samples.clear()
-            for text in _CALIBRATION:
-                msgs = [Message("system", self.cfg.llm.system_prompt), Message("user", text)]
-                n = engine.prompt_tokens(msgs)
+        for text in _CALIBRATION:
+            msgs = [Message("system", self.cfg.llm.system_prompt), Message("user", text)]
+            n = engine.prompt_tokens(msgs)
+            times = []
+            for _ in range(rounds + 1):          # the first run only warms up
                 t = clock.monotonic()
                 for _piece in engine.generate(msgs, params):
                     break
-                samples.append((n, clock.monotonic() - t))
+                times.append(clock.monotonic() - t)
+            samples.append((n, statistics.median(times[1:])))
         self.stages.scheduler.predictor.calibrate(samples)
         p = self.stages.scheduler.predictor
         log.info("scheduler calibrated: overhead %.1f ms + %.3f ms/prompt token",

@@ -32,7 +32,7 @@ def free_tcp_endpoint() -> str:
 def fast_cloud_config(endpoint: str, **changes) -> CloudConfig:
     """Timeouts short enough for tests (seconds of waiting would slow the suite, not fix it)."""
     base = CloudConfig(endpoint=endpoint, deadline_ms=3000.0, first_token_timeout_ms=1000.0,
-                       connect_timeout_ms=1000.0, health_interval_s=0.1)
+                       connect_timeout_ms=1000.0, health_interval_s=0.5)
     return replace(base, **changes)
 
 

@@ -12,6 +12,7 @@ from .base import AsrEngine, AsrError, AsrStream, BufferedStream, Transcript
 BACKENDS = {
     "whisper": ("faster_whisper", "pip install 'edge-runtime[asr-whisper]'"),
     "pocketsphinx": ("pocketsphinx", "pip install 'edge-runtime[asr-sphinx]'"),
+    "vosk": ("vosk", "pip install 'edge-runtime[asr-vosk]'"),
 }
 
 
@@ -20,9 +21,10 @@ def available_backends() -> list[str]:
 
 
 def load_asr(backend: str = "whisper", *, model_dir: str = "", threads: int = 2,
-             beam_size: int = 1, window_s: float = 10.0,
-             partial_every_s: float = 0.5) -> AsrEngine:
-    """Build the chosen engine (loads the model: call off the event loop)."""
+             beam_size: int = 1, window_s: float = 10.0, partial_every_s: float = 0.5,
+             grammar: list[str] | None = None) -> AsrEngine:
+    """Build the chosen engine (loads the model: call off the event loop). ``grammar``
+    (vosk only) limits recognition to those phrases."""
     if backend not in BACKENDS:
         raise ConfigError(f"asr.backend {backend!r} is unknown",
                           hint=f"choose one of {', '.join(BACKENDS)}")
@@ -33,6 +35,9 @@ def load_asr(backend: str = "whisper", *, model_dir: str = "", threads: int = 2,
         from .whisper import WhisperAsr
         return WhisperAsr(model_dir or None, threads=threads, beam_size=beam_size,
                           window_s=window_s, partial_every_s=partial_every_s)
+    if backend == "vosk":
+        from .vosk import VoskAsr
+        return VoskAsr(model_dir, grammar=grammar)
     from .sphinx import SphinxAsr
     return SphinxAsr(model_dir=model_dir)
 

