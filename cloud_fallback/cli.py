@@ -117,6 +117,13 @@ def _keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ready(endpoint: str) -> None:
+    """Say so on stdout and to systemd (Type=notify in jetson/edge-cloud.service)."""
+    from edge_runtime import systemd
+    print(f"edge-cloud ready on {endpoint}", flush=True)
+    systemd.ready(f"serving on {endpoint}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=getattr(args, "log_level", "INFO"), stream=sys.stderr,
@@ -132,10 +139,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def _ready(endpoint: str) -> None:
-    """Say so on stdout and to systemd (Type=notify in jetson/edge-cloud.service)."""
-    from edge_runtime import systemd
-    print(f"edge-cloud ready on {endpoint}", flush=True)
-    systemd.ready(f"serving on {endpoint}")

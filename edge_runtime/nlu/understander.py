@@ -94,14 +94,17 @@ class Understander:
     @classmethod
     def from_config(cls, cfg: NluConfig, cache_dir: str | Path | None = None) -> "Understander":
         """Load ``cfg.intents_file`` ("" = built in) and train the classifier (about 1 s), or
-        load it from ``cache_dir`` (e.g. ``<paths.home>/nlu``) when trained there before."""
+        load it from ``cache_dir`` (e.g. ``<paths.home>/nlu``) when trained there before.
+        With ``cfg.model_dir`` set (a trained encoder), use it instead, on ``cfg.threads``
+        onnxruntime threads (default 1), and its ``intents.yaml`` when ``intents_file`` is ""."""
         model_dir = getattr(cfg, "model_dir", "") or None
         intents_file = cfg.intents_file or None
         if model_dir and not intents_file and (Path(model_dir).expanduser() / INTENTS_FILE).is_file():
             intents_file = Path(model_dir).expanduser() / INTENTS_FILE   # the set it was trained on
         return cls(load_intents(intents_file), cfg.lists,
                    oos_threshold=cfg.oos_threshold, max_text_chars=cfg.max_text_chars,
-                   cache_dir=cache_dir, model_dir=model_dir)
+                   cache_dir=cache_dir, model_dir=model_dir,
+                   threads=int(getattr(cfg, "threads", 1) or 1))
 
     def _check_slots(self) -> None:
         known = set(self.extractor.slot_names)
