@@ -10,8 +10,8 @@
 training set removed), both with slot values; the 100 CLINC150 out-of-scope training rows
 join the training set as ``oos``. ``eval`` scores intent accuracy and exact slots (intent
 right and every slot value equal) for both systems in the same run, on the text and, when
-``DIR/asr.jsonl`` exists (``benchmarks.nlu_asr``), on the transcripts of the same sentences spoken by Piper (joe) and heard
-by faster-whisper tiny.en (beam 1, int8).
+``DIR/asr.jsonl`` exists (``benchmarks.nlu_asr``), on the transcripts of the same sentences
+spoken by Piper (joe) and heard by faster-whisper tiny.en (beam 1, int8).
 """
 from __future__ import annotations
 

@@ -51,7 +51,8 @@ except ImportError:        # pragma: no cover
 log = logging.getLogger("benchmarks.voice")
 SKILL_TURNS = ["what time is it", "what is twelve times seven", "set a timer for five minutes",
                "convert ten miles to kilometers"]
-OPEN_TURNS = ["what is the capital of france", "tell me something about the moon"]
+OPEN_TURNS = ["what is the capital of france", "tell me something about the moon",
+              "who wrote hamlet", "why do cats purr", "how far away is the sun"]
 
 
 def stats(values: list[float]) -> dict:
@@ -148,6 +149,7 @@ class _EchoRoom:
 
 async def latency_bench(stack, pipeline, wavs: dict[str, np.ndarray], turns: int) -> dict:
     first_audio: dict[str, list[float]] = {}
+    first_token: dict[str, list[float]] = {}
     final: list[float] = []
     texts = SKILL_TURNS + OPEN_TURNS
     plan = texts * turns          # open questions: local first, then cache hits
@@ -157,6 +159,8 @@ async def latency_bench(stack, pipeline, wavs: dict[str, np.ndarray], turns: int
             final.append(rec["final_transcript_ms"])
             if rec.get("first_audio_ms") is not None:
                 first_audio.setdefault(rec["route"], []).append(rec["first_audio_ms"])
+            if rec.get("first_token_ms") is not None:
+                first_token.setdefault(rec["route"], []).append(rec["first_token_ms"])
     barge = []
     for _ in range(max(2, turns // 2)):
         mic = np.concatenate([wavs["what time is it"], np.zeros(40000, np.float32),
@@ -164,6 +168,7 @@ async def latency_bench(stack, pipeline, wavs: dict[str, np.ndarray], turns: int
         s = await turn(stack, LongAnswer(), mic, echo_gain=0.2)
         barge += s.barge_in_ms
     return {"first_audio_ms": {k: stats(v) for k, v in first_audio.items()},
+            "pipeline_first_token_ms": {k: stats(v) for k, v in first_token.items()},
             "final_transcript_ms": stats(final), "barge_in_ms": stats(barge)}
 
 

@@ -2,7 +2,8 @@
 
     edge-cloud serve --bind tcp://127.0.0.1:5555 --backend embedded --model-dir DIR --threads 2
     edge-cloud serve --backend openai --openai-url http://127.0.0.1:8000/v1 --openai-model NAME
-    edge-cloud keys DIR [--name server]        # CURVE key pair for the gateway or a device
+    edge-cloud keys generate DIR [--name server]   # CURVE key pair (`keys DIR` works too)
+    edge-cloud keys add KEY_OR_FILE --allow-list FILE [--comment NAME]   # let a device in
 
 ``serve`` prints ``edge-cloud ready on tcp://HOST:PORT`` on stdout once it accepts requests
 and stops cleanly on SIGTERM/SIGINT. Errors print one line and exit with status 2.
@@ -60,13 +61,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="gateway CURVE key (NAME.key_secret from `edge-cloud keys`)")
     s.add_argument("--allow-client-key", action="append", default=[], metavar="KEY",
                    help="Z85 public key (or NAME.key file) of a device allowed in; repeatable")
+    s.add_argument("--allow-client-keys-file", default="", metavar="FILE",
+                   help="allow-list file of device keys (`edge-cloud keys add`); re-read "
+                        "when it changes, so added devices get in without a restart")
     s.add_argument("--allow-insecure", action="store_true",
                    help="allow a non-loopback --bind without CURVE (trusted networks only)")
     s.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    k = sub.add_parser("keys", help="write a CURVE key pair (NAME.key, NAME.key_secret)")
-    k.add_argument("directory", type=Path)
-    k.add_argument("--name", default="server")
+    k = sub.add_parser("keys", help="CURVE keys: generate a pair, add a device to an allow-list")
+    ks = k.add_subparsers(dest="keys_command", required=True)
+    g = ks.add_parser("generate", help="write NAME.key and NAME.key_secret into DIRECTORY")
+    g.add_argument("directory", type=Path)
+    g.add_argument("--name", default="server")
+    a = ks.add_parser("add", help="append a device's public key to an allow-list file")
+    a.add_argument("key", help="the device's Z85 public key or its NAME.key file")
+    a.add_argument("--allow-list", required=True, type=Path, metavar="FILE",
+                   help="the file `edge-cloud serve --allow-client-keys-file` reads")
+    a.add_argument("--comment", default="", help="a label kept next to the key")
     return p
+
+
+def _normalize(argv: Sequence[str]) -> list[str]:
+    """Accept the v1 form ``keys DIR [--name N]`` as ``keys generate DIR [--name N]``."""
+    argv = list(argv)
+    if (len(argv) >= 2 and argv[0] == "keys"
+            and argv[1] not in ("generate", "add", "-h", "--help")):
+        argv.insert(1, "generate")
+    return argv
 
 
 def make_backend(args: argparse.Namespace) -> Backend:
@@ -92,10 +112,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     curve = None
     if args.curve_secret_key_file:
-        curve = CurveServer(args.curve_secret_key_file, tuple(args.allow_client_key))
+        curve = CurveServer(args.curve_secret_key_file, tuple(args.allow_client_key),
+                            args.allow_client_keys_file or None)
         log.info("CURVE on: server public key %s", curve.public_key.decode())
-    elif args.allow_client_key:
-        raise EdgeError("--allow-client-key needs --curve-secret-key-file", code="bad_config",
+    elif args.allow_client_key or args.allow_client_keys_file:
+        raise EdgeError("--allow-client-key/--allow-client-keys-file need "
+                        "--curve-secret-key-file", code="bad_config",
                         stage="config", hint="create keys with `edge-cloud keys DIR`")
     backend = make_backend(args)
     try:
@@ -111,6 +133,11 @@ def _serve(args: argparse.Namespace) -> int:
 def _keys(args: argparse.Namespace) -> int:
     from edge_runtime.cloud_link.keys import generate_keypair, load_public_key
 
+    if args.keys_command == "add":
+        from .security import add_allowed_key
+        key, added = add_allowed_key(args.allow_list, args.key, args.comment)
+        print(f"{'added' if added else 'already allowed'}: {key} in {args.allow_list}")
+        return 0
     public, secret = generate_keypair(args.directory, args.name)
     key = load_public_key(str(public)).decode()
     print(f"public key file: {public}\nsecret key file: {secret}\npublic key: {key}")
@@ -125,7 +152,7 @@ def _ready(endpoint: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_normalize(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=getattr(args, "log_level", "INFO"), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -41,6 +41,10 @@ _TICK_MS = 20              # I/O loop poll period: bounds deadline-watchdog late
 _MAX_BATCH = 256           # frames handled per socket per tick (keeps both sockets served)
 
 
+class _Stopping(Exception):
+    """Raised inside a worker when the gateway stops while it is handing over a frame."""
+
+
 @dataclass
 class _Job:
     peer: bytes
@@ -85,6 +89,9 @@ class Gateway:
         self._outbox: zmq.Socket | None = None
         self._outbox_addr = f"inproc://edge-cloud-outbox-{id(self):x}"
         self.endpoint = ""
+        self.malformed_count = 0          # bad messages received (I/O thread writes)
+        self._malformed_reported = 0
+        self._malformed_logged_at = float("-inf")
         self._handlers: dict[type, Callable[[bytes, object], None]] = {
             Request: self._on_request, Cancel: self._on_cancel, Ping: self._on_ping}
 
@@ -191,21 +198,32 @@ class Gateway:
 
     def _on_frames(self, frames: list[bytes]) -> None:
         if len(frames) != 2:
-            log.warning("ignoring a message of %d frames (expected identity + 1 frame)",
-                        len(frames))
+            self._malformed("ignoring a message of %d frames (expected identity + 1 frame)",
+                            len(frames))
             return
         peer, data = frames
         try:
             msg = decode(data)
         except ProtocolError as exc:
-            log.warning("ignoring a malformed frame from peer %s: %s", peer.hex(), exc)
+            self._malformed("ignoring a malformed frame from peer %s: %s", peer.hex(), exc)
             return
         handler = self._handlers.get(type(msg))
         if handler is None:
-            log.warning("ignoring a %s from peer %s: not a client message", type(msg).TYPE,
-                        peer.hex())
+            self._malformed("ignoring a %s from peer %s: not a client message", type(msg).TYPE,
+                            peer.hex())
             return
         handler(peer, msg)
+
+    def _malformed(self, fmt: str, *args: object) -> None:
+        """Count a bad message; log at most one WARNING per second (a junk flood must not
+        flood the log), with how many were not logged since."""
+        self.malformed_count += 1
+        now = self._clock.monotonic()
+        if now - self._malformed_logged_at >= 1.0:
+            suppressed = self.malformed_count - self._malformed_reported - 1
+            self._malformed_logged_at, self._malformed_reported = now, self.malformed_count
+            log.warning(fmt + (" (and %d more bad messages not logged)" if suppressed else ""),
+                        *args, *((suppressed,) if suppressed else ()))
 
     def _send(self, peer: bytes, msg: object) -> None:
         try:
@@ -303,7 +321,15 @@ class Gateway:
         rid = req.id.encode()
 
         def emit(msg: object, terminal: bool) -> None:
-            push.send_multipart([job.peer, rid, encode(msg), b"1" if terminal else b"0"])
+            frames = [job.peer, rid, encode(msg), b"1" if terminal else b"0"]
+            while True:   # never drop a frame while serving; never block once stopping
+                try:
+                    push.send_multipart(frames, zmq.NOBLOCK)
+                    return
+                except zmq.Again:
+                    if self._stop.is_set():
+                        raise _Stopping() from None
+                    push.poll(100, zmq.POLLOUT)
 
         pieces = 0
         gen: Iterator[str] | None = None
@@ -318,7 +344,11 @@ class Gateway:
             if job.cancel.cancelled:
                 return
             emit(Done(req.id, *self._usage(req, pieces)), True)
+        except _Stopping:
+            log.debug("request %s dropped: the gateway is stopping", req.id)
         except Exception as exc:   # a backend failure answers this request, never kills the worker
+            if self._stop.is_set():
+                return
             log.warning("request %s failed in the backend: %s", req.id, exc)
             emit(Error(req.id, ERR_BACKEND, f"{type(exc).__name__}: {exc}",
                        bool(getattr(exc, "retryable", False))), True)

@@ -202,3 +202,72 @@ def gateway_process(*args: str, bind: str = "tcp://127.0.0.1:0", timeout_s: floa
                 proc.kill()
                 proc.wait()
         reader.join(5)
+
+
+# -- a real OpenAI-compatible server: llama-cpp-python's, on the SmolLM2 GGUF ----------------
+
+LLAMA_MODEL_ALIAS = "smollm2"
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF `edge-runtime models pull` stores (EDGE_TEST_GGUF overrides)."""
+    env = os.environ.get("EDGE_TEST_GGUF")
+    if env:
+        return Path(env)
+    from edge_runtime.config import PathsConfig
+    return (PathsConfig().models_dir / "smollm2-135m-instruct" / "files"
+            / "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+@contextlib.contextmanager
+def llama_server(threads: int = 2, timeout_s: float = 60.0):
+    """Run ``python -m llama_cpp.server`` on the SmolLM2 GGUF on a free loopback port; yield
+    its OpenAI base URL (``http://127.0.0.1:PORT/v1``, model name ``smollm2``).
+
+    Skips only when llama_cpp is not importable; a missing GGUF or server extra fails."""
+    import importlib.util
+    import time
+    import urllib.request
+
+    import pytest
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama_cpp is not importable: pip install llama-cpp-python==0.3.36 "
+                    "uvicorn fastapi sse-starlette starlette-context pydantic-settings")
+    gguf = smollm2_gguf()
+    if not gguf.is_file():
+        pytest.fail(f"no GGUF at {gguf}: run `edge-runtime models pull` (or set EDGE_TEST_GGUF)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
+           "127.0.0.1", "--port", str(port), "--n_threads", str(threads), "--n_ctx", "1024",
+           "--model_alias", LLAMA_MODEL_ALIAS, "--interrupt_requests", "false"]
+    log_file = open(os.devnull if os.environ.get("EDGE_TEST_QUIET") else
+                    Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{port}.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        end = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode} (log: "
+                            f"{log_file.name}); are its extras installed?")
+            try:
+                with urllib.request.urlopen(url + "/models", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > end:
+                pytest.fail(f"llama_cpp.server not ready within {timeout_s} s (log: "
+                            f"{log_file.name})")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log_file.close()

@@ -99,8 +99,11 @@ class OpenAIBackend:
             if not line.startswith(b"data:"):
                 continue                       # blank separators, comments, event: lines
             data = line[5:].strip()
-            if data == b"[DONE]":
-                return
+            if data == b"[DONE]":   # a complete stream ends with a finish_reason first
+                raise BackendError(f"{self._url} ended the stream without a finish_reason: the "
+                                   "answer was cut short", hint="llama.cpp's python server "
+                                   "does this to a request when another arrives: start it "
+                                   "with --interrupt_requests false")
             try:
                 event = json.loads(data)
                 if "error" in event:

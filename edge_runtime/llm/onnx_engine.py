@@ -17,8 +17,8 @@ from ..errors import ModelLoadError, ModelMissingError
 from ..types import CancelToken, GenerationParams, Message
 from .prompt import ChatPrompt
 from .providers import BUILD_HINT, open_session
-from .runner import KvRunner
 from .decode import Vocabulary, decode_stream, new_stats
+from .runner import KvRunner
 from .text_stream import byte_level_to_bytes
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ class OnnxLlmEngine:
     """Implements :class:`edge_runtime.llm.base.LlmEngine` on onnxruntime.
 
     ``context_tokens`` caps the KV cache (memory: layers x 2 x kv_heads x head_dim x 4 bytes
-    per token, 46 KiB/token for SmolLM2-135M). ``last_stats`` holds the figures of the most
+    per token: 45 KiB/token for SmolLM2-135M, committed as it fills). ``last_stats`` holds the figures of the most
     recent ``generate``: prompt_tokens, new_tokens, ttft_s, decode_tok_s, stop_reason, device.
     """
 
@@ -89,8 +89,23 @@ class OnnxLlmEngine:
         for f in [path] + ([self.model_dir / data] if data else []):
             if not f.is_file():
                 raise ModelMissingError(f"LLM model file missing: {f}", hint=BUILD_HINT)
-        opened = open_session(path, names, self.threads, self._cache_dir)
-        return KvRunner(opened, self.cfg, self.max_len)
+        while True:
+            opened = open_session(path, names, self.threads, self._cache_dir)
+            runner = KvRunner(opened, self.cfg, self.max_len)
+            try:
+                # warm-up: first-run allocations and weight page-ins happen here, not in the
+                # first request's TTFT; a provider that loads but cannot run fails over now
+                runner.feed([int(self.cfg.get("bos_token_id", 0))] * 2)
+                runner.feed([int(self.cfg.get("bos_token_id", 0))])
+                runner.reset()
+                return runner
+            except Exception as exc:  # onnxruntime raises its own RuntimeException types
+                if not opened.remaining:
+                    raise ModelLoadError(f"LLM warm-up failed on {opened.device}: {exc}",
+                                         hint=BUILD_HINT) from exc
+                log.warning("LLM provider %s failed its warm-up run (%s); trying %s",
+                            opened.device, exc, opened.remaining[0])
+                names = opened.remaining
 
     def _fallback(self, exc: Exception) -> None:
         remaining = self._runner.opened.remaining

@@ -113,7 +113,8 @@ def add_nlu_subcommands(subparsers, common_parent: argparse.ArgumentParser) -> N
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="edge-runtime nlu", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true")
-    add_nlu_subcommands(p.add_subparsers(dest="action", required=True), argparse.ArgumentParser(add_help=False))
+    add_nlu_subcommands(p.add_subparsers(dest="action", required=True),
+                        argparse.ArgumentParser(add_help=False))
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")

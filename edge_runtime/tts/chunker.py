@@ -48,24 +48,37 @@ class SentenceChunker:
         return out
 
     def _next(self) -> str | None:
+        end = self._sentence_end()
+        if self._emitted == 0:
+            # the earliest boundary wins, so a streamed answer and the same answer given
+            # whole (a cache hit) are cut alike, and their audio is cached alike
+            comma = next((m for m in _COMMA.finditer(self._buf)
+                          if m.start() >= self.first_min_chars), None)
+            first = min((m for m in (end, comma) if m is not None), key=lambda m: m.start(),
+                        default=None)
+            if first is not None and first.start() <= self.first_max_chars:
+                return self._take(first.end())
+            if len(self._buf) > self.first_max_chars:
+                cut = self._buf.rfind(" ", self.first_min_chars, self.first_max_chars)
+                if cut > 0:
+                    return self._take(cut + 1)
+            if first is not None:
+                return self._take(first.end())
+        elif end is not None:
+            return self._take(end.end())
+        if len(self._buf) > self.max_chars:
+            cut = self._buf.rfind(" ", 0, self.max_chars)
+            return self._take(cut + 1 if cut > 0 else self.max_chars)
+        return None
+
+    def _sentence_end(self) -> re.Match | None:
         for m in _END.finditer(self._buf):
             head = self._buf[:m.start()].rstrip()
             if not head.strip():
                 continue
             if m.group(0).startswith(".") and self._not_an_end(head):
                 continue
-            return self._take(m.end())
-        if self._emitted == 0:
-            for m in _COMMA.finditer(self._buf):
-                if m.start() >= self.first_min_chars:
-                    return self._take(m.end())
-            if len(self._buf) > self.first_max_chars:
-                cut = self._buf.rfind(" ", self.first_min_chars, self.first_max_chars)
-                if cut > 0:
-                    return self._take(cut + 1)
-        if len(self._buf) > self.max_chars:
-            cut = self._buf.rfind(" ", 0, self.max_chars)
-            return self._take(cut + 1 if cut > 0 else self.max_chars)
+            return m
         return None
 
     def _take(self, end: int) -> str | None:

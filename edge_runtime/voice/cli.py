@@ -1,4 +1,5 @@
-"""Voice commands for the CLI: ``ask --wav FILE [--speak OUT.wav]`` and ``chat``.
+"""Voice commands for the CLI: ``ask --wav FILE [--speak OUT.wav]``, ``ask TEXT --speak
+OUT.wav`` and ``chat``.
 
 Both are coroutines: call them inside ``asyncio.run`` with a started Runtime.
 """
@@ -26,6 +27,20 @@ async def ask_wav(runtime, wav_path: str, speak_path: str | None) -> dict[str, A
         if speak_path and wav is not None:
             Path(speak_path).write_bytes(wav)
             out["speak"] = str(speak_path)
+        return out
+    finally:
+        service.close()
+
+
+async def ask_text_spoken(runtime, text: str, speak_path: str) -> dict[str, Any]:
+    """``ask TEXT --speak OUT.wav``: answer typed text, write the spoken answer."""
+    service = VoiceService(runtime)
+    await service.start()
+    try:
+        service.require_ready()
+        out, wav = await service.answer_text_spoken(text)
+        Path(speak_path).write_bytes(wav)
+        out["speak"] = str(speak_path)
         return out
     finally:
         service.close()

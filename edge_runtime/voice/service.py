@@ -120,6 +120,25 @@ class VoiceService:
         out["asr_backend"] = transcript.backend
         return out, wav
 
+    async def answer_text_spoken(self, text: str, *, budget_ms: float | None = None
+                                 ) -> tuple[dict[str, Any], bytes]:
+        """Answer typed text and render the answer as a WAV (``ask TEXT --speak``)."""
+        stack = self.require_ready()
+        if stack.tts is None:
+            raise ModelMissingError("no TTS voice loaded", stage="tts",
+                                    hint="install the `tts` extra and pull piper-joe-medium")
+        player = VirtualSpeaker(stack.tts.sample_rate, self.clock)
+        speaker = Speaker(stack, player, clock=self.clock)
+        t_ask = self.clock.monotonic()
+        result = await self.runtime.pipeline.ask(text, sink=speaker, budget_ms=budget_ms)
+        speaker.finish()
+        await speaker.rendered()
+        out = result.to_dict()
+        first = speaker.first_audio_at
+        out["voice_ms"] = {"first_audio": None if first is None else
+                           round((first - t_ask) * 1000.0, 1)}
+        return out, wav_bytes(player.heard(), player.sample_rate)
+
     def _speech_span(self, samples: np.ndarray) -> np.ndarray:
         """The audio from the first speech onset to the last end; NoSpeechError if none."""
         ep = Endpointer(self.stack.vad.fork(), self.settings.endpoint)

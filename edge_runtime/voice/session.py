@@ -228,6 +228,8 @@ class VoiceSession:
             if first is not None:
                 self._observe("end_of_speech_to_first_audio", first - eos)
             record.update(route=result.route, answer=result.answer,
+                          first_token_ms=None if result.timings.first_token is None else
+                          result.timings.first_token * 1000.0,
                           first_audio_ms=None if first is None else (first - eos) * 1000.0)
             out = result.to_dict()
             out["voice_ms"] = {"final_transcript": round(final_ms, 1),

@@ -41,6 +41,13 @@ async def test_ask_wav_writes_the_spoken_answer(runtime, tmp_path):
         assert w.getnframes() > 0.3 * w.getframerate()
 
 
+async def test_ask_text_with_speak_writes_the_spoken_answer(runtime, tmp_path):
+    out = await voice_cli.ask_text_spoken(runtime, "what time is it", str(tmp_path / "a.wav"))
+    assert out["answer"] == "It is noon." and out["voice_ms"]["first_audio"] is not None
+    with wave.open(str(tmp_path / "a.wav")) as w:
+        assert w.getnframes() > 0.3 * w.getframerate()
+
+
 async def test_ask_wav_bad_input_is_a_bad_input_error(runtime, tmp_path):
     (tmp_path / "bad.wav").write_bytes(b"RIFF....WAVEfmt ")
     with pytest.raises(BadInputError):

@@ -66,6 +66,9 @@ class FakeOpenAI:
                 self.wfile.write(sse(delta("Hel"), delta("lo"), {"choices": []}, delta("!")))
                 if fake.mode == "cut":
                     return
+                if fake.mode == "interrupted":        # llama.cpp's server, interrupted
+                    self.wfile.write(sse(b"[DONE]"))
+                    return
                 self.wfile.write(sse(delta("", "stop"), b"[DONE]"))
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -97,7 +100,8 @@ def test_streams_deltas_and_sends_standard_fields(fake_openai):
 
 
 @pytest.mark.parametrize("mode, fragment", [("http500", "HTTP 500"), ("garbage", "unreadable"),
-                                            ("cut", "closed the stream"), ("hang", "sent nothing")])
+                                            ("cut", "closed the stream"), ("hang", "sent nothing"),
+                                            ("interrupted", "without a finish_reason")])
 def test_failures_raise_backend_error_with_a_clear_message(fake_openai, mode, fragment):
     fake_openai.mode = mode
     backend = OpenAIBackend(fake_openai.url, "tiny", timeout_s=0.5)

@@ -9,7 +9,8 @@ from edge_runtime.nlu.augment import asr_variant, digits_to_words, number_to_wor
 from edge_runtime.nlu.numbers import tokenize
 
 
-@pytest.mark.parametrize("n,words", [(0, "zero"), (13, "thirteen"), (40, "forty"), (125, "one hundred twenty five"),
+@pytest.mark.parametrize("n,words", [(0, "zero"), (13, "thirteen"), (40, "forty"),
+                                     (125, "one hundred twenty five"),
                                      (2024, "two thousand twenty four"), (1_000_000, "one million")])
 def test_number_to_words(n: int, words: str) -> None:
     assert number_to_words(n) == words

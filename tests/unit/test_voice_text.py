@@ -1,5 +1,8 @@
 """Sentence chunker, WER normalization, echo guard, audio cache."""
+import re
+
 import numpy as np
+import pytest
 
 from edge_runtime.asr.wer import normalize, wer, word_errors
 from edge_runtime.tts import AudioCache, SentenceChunker
@@ -22,7 +25,8 @@ def test_chunks_come_out_as_soon_as_a_sentence_ends():
 
 
 def test_abbreviations_and_decimals_do_not_end_sentences():
-    got, rest = _feed_all(SentenceChunker(), ["Dr. Smith measured 3.5 kg, e.g. twice. ", "Ok"])
+    c = SentenceChunker(first_min_chars=100, first_max_chars=200)   # no early cut
+    got, rest = _feed_all(c, ["Dr. Smith measured 3.5 kg, e.g. twice. ", "Ok"])
     assert got == ["Dr. Smith measured 3.5 kg, e.g. twice."]
     assert rest == ["Ok"]
 
@@ -44,6 +48,21 @@ def test_a_long_first_clause_is_cut_at_a_space_without_waiting_for_punctuation()
     rest = c.flush()
     assert " ".join(out + rest).split() == \
         "the sun's rays scattering off water molecules creates this".split()
+
+
+@pytest.mark.parametrize("answer", [
+    "The moon is a celestial body orbiting our planet Earth. It is a breathtaking sight.",
+    "Well, the capital of France, as you know, is Paris. Yes, it is.",
+    "Yes. The capital of France is Paris, a city on the Seine.",
+    "the sun's rays scattering off water molecules creates this shade",
+])
+def test_streamed_and_whole_answers_are_cut_alike(answer):
+    streamed = SentenceChunker(16, 240, 40)
+    a = []
+    for token in re.findall(r"\s*\S+", answer):
+        a += streamed.feed(token)
+    whole = SentenceChunker(16, 240, 40)
+    assert a + streamed.flush() == whole.feed(answer) + whole.flush()
 
 
 def test_long_text_without_punctuation_is_split_at_spaces():

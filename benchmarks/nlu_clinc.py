@@ -1,0 +1,48 @@
+"""CLINC150 recipe helpers: extra out-of-scope training rows, and the figures in one place.
+
+    python -m benchmarks.nlu_clinc extra-oos --model DIR1 --out train_plus.jsonl [--max-conf 0.75]
+
+``extra-oos`` writes CLINC150 train plus the open questions of the built-in intent file
+(``intents.yaml``, intent ``oos``: the project's own data, not CLINC's) that a first model
+(DIR1, trained on CLINC train alone) does not give to a CLINC intent with probability
+>= ``--max-conf`` (those are CLINC in-scope requests such as "play some music").
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from edge_runtime.nlu import load_intents
+from edge_runtime.nlu.datasets import Example, read_jsonl, write_jsonl
+from edge_runtime.nlu.encoder import EncoderIntentModel
+from edge_runtime.nlu.text import normalize_text
+
+CLINC = Path("/work/shared/data/clinc150")
+
+
+def extra_oos(model_dir: Path, out: Path, max_conf: float, train: Path) -> dict:
+    model = EncoderIntentModel(model_dir)
+    kept, dropped = [], []
+    for text in load_intents(None).intents["oos"].examples:
+        name, conf = model.decide(model.probabilities(normalize_text(text)), 0.0)
+        (dropped if name != "oos" and conf >= max_conf else kept).append(text)
+    rows = read_jsonl(train) + [Example(t, "oos") for t in kept]
+    write_jsonl(rows, out)
+    return {"rows": len(rows), "extra_oos": len(kept), "dropped_as_in_scope": len(dropped)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("action", choices=("extra-oos",))
+    ap.add_argument("--model", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--max-conf", type=float, default=0.75)
+    ap.add_argument("--train", type=Path, default=CLINC / "train.jsonl")
+    args = ap.parse_args(argv)
+    print(json.dumps(extra_oos(args.model, args.out, args.max_conf, args.train)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""A circuit breaker per gateway endpoint: stop sending to a gateway that keeps failing.
+
+States (the classic three):
+
+* ``closed``: requests flow; ``failure_threshold`` consecutive failures open it.
+* ``open``: requests are refused at once (no waiting on a dead or sick gateway) until
+  ``reset_timeout_s`` seconds have passed; then it is half-open.
+* ``half_open``: up to ``half_open_probes`` requests at a time are let through as probes; a
+  success closes the breaker, a failure opens it again and doubles the wait (capped at
+  ``max_reset_timeout_s``), so a gateway that stays broken is probed less and less often.
+
+Pure and synchronous, driven by the injected clock (tests advance a ``FakeClock``).
+"""
+from __future__ import annotations
+
+import logging
+
+from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+
+
+class CircuitBreaker:
+    """See the module doc. ``name`` only labels log lines (the endpoint)."""
+
+    def __init__(self, name: str = "", *, failure_threshold: int = 3,
+                 reset_timeout_s: float = 2.0, max_reset_timeout_s: float = 30.0,
+                 half_open_probes: int = 1, clock: Clock = SYSTEM_CLOCK) -> None:
+        if failure_threshold < 1 or half_open_probes < 1 or reset_timeout_s <= 0:
+            raise ConfigError("circuit breaker: failure_threshold and half_open_probes must be "
+                              ">= 1 and reset_timeout_s > 0",
+                              hint="fix cloud.breaker_failures / cloud.breaker_reset_s")
+        self.name = name
+        self._threshold = failure_threshold
+        self._base_wait_s = reset_timeout_s
+        self._max_wait_s = max(reset_timeout_s, max_reset_timeout_s)
+        self._probes_max = half_open_probes
+        self._clock = clock
+        self._state = CLOSED
+        self._failures = 0                 # consecutive, while closed
+        self._wait_s = reset_timeout_s     # current open period
+        self._opened_at = 0.0
+        self._probes = 0                   # probes in flight while half-open
+        self.opened_count = 0              # times it opened (metrics, benchmarks)
+
+    @property
+    def state(self) -> str:
+        """"closed", "open" or "half_open" (an open breaker past its wait reads half_open)."""
+        if self._state == OPEN and self._clock.monotonic() - self._opened_at >= self._wait_s:
+            self._state, self._probes = HALF_OPEN, 0
+            log.info("circuit %s half-open: probing", self.name)
+        return self._state
+
+    def retry_in_s(self) -> float:
+        """Seconds until an open breaker lets a probe through (0 when not open)."""
+        if self.state != OPEN:
+            return 0.0
+        return max(0.0, self._opened_at + self._wait_s - self._clock.monotonic())
+
+    def allow(self) -> bool:
+        """May a request go now? In half-open this reserves a probe slot: the caller must
+        then report ``success()``, ``failure()`` or ``release()`` exactly once."""
+        state = self.state
+        if state == CLOSED:
+            return True
+        if state == HALF_OPEN and self._probes < self._probes_max:
+            self._probes += 1
+            return True
+        return False
+
+    def success(self) -> None:
+        """The request (or probe) got a good answer: close the breaker."""
+        if self._state != CLOSED:
+            log.info("circuit %s closed: the gateway answered", self.name)
+        self._state, self._failures, self._probes = CLOSED, 0, 0
+        self._wait_s = self._base_wait_s
+
+    def failure(self) -> None:
+        """The request failed in a way that blames the gateway (down, timeout, overloaded)."""
+        if self._state == HALF_OPEN:
+            self._wait_s = min(self._wait_s * 2.0, self._max_wait_s)
+            self._open("the probe failed")
+            return
+        if self._state == OPEN:
+            return
+        self._failures += 1
+        if self._failures >= self._threshold:
+            self._open(f"{self._failures} failures in a row")
+
+    def release(self) -> None:
+        """The request ended without saying anything about the gateway (e.g. the caller
+        stopped early): free its probe slot."""
+        if self._state == HALF_OPEN and self._probes > 0:
+            self._probes -= 1
+
+    def _open(self, why: str) -> None:
+        self._state, self._opened_at, self._probes = OPEN, self._clock.monotonic(), 0
+        self._failures = 0
+        self.opened_count += 1
+        log.warning("circuit %s open for %.1f s: %s", self.name, self._wait_s, why)

@@ -1,0 +1,198 @@
+"""Hedging against a slow cloud: race the local model once the budget is spent.
+
+The scheduler sent a request to the cloud because the local model was predicted to miss the
+latency budget. If the cloud's first piece has not arrived when the remaining budget runs
+out (``hedge_after_s``), waiting longer only makes things worse, so the local model starts
+too; whichever produces its first piece first wins and the other is cancelled (its async
+generator is closed: the cloud client sends ``Cancel``, the local engine stops within a
+token). Only the winner's pieces reach the sink, so the user hears exactly one answer.
+
+If the cloud fails before its first piece, local starts at once; if the cloud wins and then
+fails mid-stream, the sink is reset and the local model answers from the start.
+
+Pipeline hook (``Pipeline._answer``, cloud branch)::
+
+    out = await hedged_answer(
+        lambda: self._cloud_stream(messages),
+        (lambda tok: self._local_stream(messages, tok)) if self.s.llm is not None else None,
+        hedge_after_s=max(0.0, decision.budget_s - (self.clock.monotonic() - t0)),
+        sink=sink, clock=self.clock, cancel=cancel)
+    answer, route = out.answer, out.winner
+    device = "cloud" if out.winner == "cloud" else self._local_device()
+    timings.first_token = None if out.first_piece_m is None else out.first_piece_m - t0
+    reason = f"{decision.reason}; {out.reason}"
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import AsyncIterator, Callable, Optional, Protocol
+
+from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import CloudUnavailableError
+from ..types import CancelToken
+
+log = logging.getLogger(__name__)
+
+CloudFactory = Callable[[], AsyncIterator[str]]
+LocalFactory = Callable[[CancelToken], AsyncIterator[str]]
+
+
+class Sink(Protocol):
+    def piece(self, text: str) -> None: ...
+
+    def reset(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class HedgeOutcome:
+    """How one cloud-routed request was answered.
+
+    ``winner``: "cloud" or "local"; ``hedged``: the local model was started while the cloud
+    was still pending (a race happened); ``first_piece_m``: ``clock.monotonic()`` when the
+    winner's first piece reached the sink (None for an empty answer); ``cloud_error``: why
+    the cloud lost or failed (None when it won cleanly); ``reason``: one line for the result.
+    """
+
+    winner: str
+    answer: str
+    hedged: bool
+    first_piece_m: Optional[float]
+    cloud_error: Optional[str]
+    reason: str
+
+
+class _LinkedToken(CancelToken):
+    """Cancelled by the hedge (the local model lost) or by the caller's token (barge-in)."""
+
+    def __init__(self, parent: CancelToken) -> None:
+        super().__init__()
+        self._parent = parent
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set() or self._parent.cancelled
+
+
+class _Runner:
+    """One async iterator plus the task fetching its next piece."""
+
+    def __init__(self, it: AsyncIterator[str]) -> None:
+        self.it = it
+        self.task: asyncio.Task = asyncio.ensure_future(self._next())
+
+    async def _next(self) -> str:
+        return await self.it.__anext__()
+
+    async def stop(self) -> None:
+        """Cancel the pending fetch and close the generator (runs its cleanup)."""
+        if not self.task.done():
+            self.task.cancel()
+        with contextlib.suppress(BaseException):
+            await self.task
+        aclose = getattr(self.it, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(Exception):
+                await aclose()
+
+
+async def hedged_answer(cloud: CloudFactory, local: LocalFactory | None, *,
+                        hedge_after_s: float, sink: Sink, clock: Clock = SYSTEM_CLOCK,
+                        cancel: CancelToken | None = None) -> HedgeOutcome:
+    """Answer from the cloud, hedged by the local model after ``hedge_after_s`` seconds
+    without a cloud piece (see module doc). ``local`` is None when there is no local model
+    (then the cloud is simply awaited and its failure raised). ``cancel`` (barge-in) stops
+    the local generation too. Raises ``CloudUnavailableError`` when the cloud fails and
+    there is no local model; the local model's own error when it fails."""
+    cancel = cancel or CancelToken()
+    local_token = _LinkedToken(cancel)
+    c = _Runner(cloud())
+    l: _Runner | None = None
+    hedged = False
+    try:
+        await asyncio.wait({c.task}, timeout=max(0.0, hedge_after_s))
+        if not c.task.done() and local is not None and not cancel.cancelled:
+            hedged = True
+            log.info("no cloud piece within %.0f ms: hedging with the local model",
+                     hedge_after_s * 1e3)
+            l = _Runner(local(local_token))
+            await asyncio.wait({c.task, l.task}, return_when=asyncio.FIRST_COMPLETED)
+            if not c.task.done() and _failure(l.task) is not None:
+                await asyncio.wait({c.task})     # local failed first: the cloud is all we have
+        elif not c.task.done():
+            await asyncio.wait({c.task})
+        cloud_ok = c.task.done() and _failure(c.task) is None
+        local_ok = l is not None and l.task.done() and _failure(l.task) is None
+        if cloud_ok and not local_ok:            # the cloud's first piece came first
+            if l is not None:
+                local_token.cancel()
+                await l.stop()
+                l = None
+            try:
+                return await _finish(c, "cloud", hedged, None, sink, clock)
+            except CloudUnavailableError as exc:
+                if local is None:
+                    raise
+                cloud_error = f"cloud failed mid-stream ({exc.message})"
+                sink.reset()
+        else:
+            exc = _failure(c.task) if c.task.done() else None
+            if exc is not None and local is None:
+                if isinstance(exc, StopAsyncIteration):
+                    return HedgeOutcome("cloud", "", hedged, None, None, "cloud answered (empty)")
+                raise exc
+            if exc is None:
+                cloud_error = f"no cloud piece within {hedge_after_s * 1e3:.0f} ms"
+            elif isinstance(exc, StopAsyncIteration):
+                cloud_error = "cloud sent an empty answer"
+            else:
+                cloud_error = f"cloud failed ({getattr(exc, 'message', exc)})"
+            await c.stop()
+            if l is not None and not l.task.done():
+                await asyncio.wait({l.task})     # the cloud failed while local was starting
+            if l is not None and _failure(l.task) is None:
+                return await _finish(l, "local", hedged, cloud_error, sink, clock)
+            if l is not None:
+                raise _failure(l.task)            # the local model itself failed
+        l = _Runner(local(local_token))           # local from the start
+        return await _finish(l, "local", hedged, cloud_error, sink, clock)
+    finally:
+        await c.stop()
+        if l is not None:
+            local_token.cancel()
+            await l.stop()
+
+
+def _failure(task: asyncio.Task) -> BaseException | None:
+    if task.cancelled():
+        return asyncio.CancelledError()
+    return task.exception()
+
+
+async def _finish(r: _Runner, who: str, hedged: bool, cloud_error: str | None, sink: Sink,
+                  clock: Clock) -> HedgeOutcome:
+    """Stream the winner's pieces (its first fetch may still be running) into ``sink``."""
+    pieces: list[str] = []
+    first_m: float | None = None
+    try:
+        piece = await r.task
+    except StopAsyncIteration:
+        piece = None
+    while piece is not None:
+        if first_m is None:
+            first_m = clock.monotonic()
+        pieces.append(piece)
+        sink.piece(piece)
+        try:
+            piece = await r.it.__anext__()
+        except StopAsyncIteration:
+            piece = None
+    if who == "cloud":
+        reason = "cloud answered first (local hedge cancelled)" if hedged else "cloud answered"
+    else:
+        reason = (f"{cloud_error}; " if cloud_error else "") + (
+            "the local model answered first (cloud cancelled)" if hedged and cloud_error and
+            cloud_error.startswith("no cloud piece") else "answered locally")
+    return HedgeOutcome(who, "".join(pieces).strip(), hedged, first_m, cloud_error, reason)
