@@ -100,12 +100,12 @@ class LlmConfig:
     providers: tuple[str, ...] = ("tensorrt", "cuda", "cpu")
     threads: int = 2
     max_new_tokens: int = 64           # spoken answers are short
-    temperature: float = 0.3
+    temperature: float = 0.2
     top_p: float = 0.9
     top_k: int = 40
     repetition_penalty: float = 1.15
     seed: int = 0
-    stop_at_sentence: int = 3          # stop after this many sentences (0 = off)
+    stop_at_sentence: int = 2          # stop after this many sentences (0 = off)
     context_tokens: int = 2048
     system_prompt: str = ("You are a helpful voice assistant. Answer in one to three short, "
                           "plain sentences that sound natural when spoken aloud.")

@@ -113,7 +113,8 @@ def classify(tally: Tally, heard: str, winner: str, i: int, expected_cloud: str 
 
 async def ask(client: Any, tally: Tally, i: int, *, deadline_s: float, hedge_after_s: float,
               expected_cloud: Callable[[int], str] | None = None, text: str | None = None,
-              progress: asyncio.Event | None = None) -> None:
+              progress: asyncio.Event | None = None,
+              params: GenerationParams = PARAMS) -> None:
     """One hedged request; its outcome goes into ``tally``. ``expected_cloud(i)`` is the
     exact cloud answer (None: any non-empty text, a real model); ``progress`` is set when
     the first piece reaches the sink."""
@@ -122,7 +123,7 @@ async def ask(client: Any, tally: Tally, i: int, *, deadline_s: float, hedge_aft
     sink = _Sink(progress)
     start = time.monotonic()
     try:
-        out = await hedged_answer(lambda: client.stream(messages, PARAMS, deadline_s),
+        out = await hedged_answer(lambda: client.stream(messages, params, deadline_s),
                                   fake_local(i), hedge_after_s=hedge_after_s, sink=sink)
     except Exception as exc:  # counted, never raised: a drill measures
         tally.lost += 1

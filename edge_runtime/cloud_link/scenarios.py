@@ -17,8 +17,8 @@ import zmq
 
 from ..config import CloudConfig
 from ..protocol import Request, encode
-from ..types import Message
-from .drills import (BrokenOpenAIServer, echo_answer, fuzz_gateway, make_client, run_batch,
+from ..types import GenerationParams, Message
+from .drills import (PARAMS, BrokenOpenAIServer, echo_answer, fuzz_gateway, make_client, run_batch,
                      ask, Tally)
 from .fleet import GatewayFleet
 from .keys import generate_keypair, load_keypair, load_public_key
@@ -52,7 +52,8 @@ async def drill_cloud_down_at_start(n: int = 20) -> dict:
 
 async def drill_killed_mid_stream(n: int = 20, gateway_args: Sequence[str] | None = None, *,
                                   text: str | None = None, deadline_s: float = 6.0,
-                                  ready_timeout_s: float = 60.0) -> dict:
+                                  ready_timeout_s: float = 60.0,
+                                  params: GenerationParams = PARAMS) -> dict:
     """Two gateways; gateway 0 is SIGKILLed once answers are streaming. Its requests are
     voided mid-stream and answered locally; the others finish from gateway 1.
     ``gateway_args`` None = echo answering each word 20 times, 20 ms per piece (~1.6 s)."""
@@ -69,15 +70,13 @@ async def drill_killed_mid_stream(n: int = 20, gateway_args: Sequence[str] | Non
             async def one(i: int) -> None:
                 async with sem:
                     await ask(client, tally, i, deadline_s=deadline_s, hedge_after_s=deadline_s,
-                              expected_cloud=expected, text=text, progress=progress)
+                              expected_cloud=expected, text=text, progress=progress,
+                              params=params)
             batch = asyncio.gather(*(one(i) for i in range(n)))
             await asyncio.wait_for(progress.wait(), deadline_s)
             await asyncio.sleep(0.1)
             await asyncio.to_thread(fleet.kill, 0)
             await batch
-            import os
-            if os.environ.get("DRILL_DEBUG"):
-                print(fleet.gateways[1].log()[-3000:], fleet.gateways[0].log()[-2000:])
             return tally.summary(affected=tally.reset, killed=fleet.gateways[0].endpoint)
 
 
