@@ -1,4 +1,4 @@
-"""`edge-runtime`: serve | ask | chat | models | nlu | config | doctor.
+"""`edge-runtime`: serve | ask | chat | models | nlu | bench | config | doctor.
 
 Every command takes ``--config FILE`` and ``--set section.key=value`` (repeatable); the
 effective config is defaults < TOML file < EDGE_RUNTIME_* env < --set < named flags.
@@ -61,26 +61,32 @@ def _print_result(obj: dict, as_json: bool) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    if args.wav or args.speak:
-        raise BadInputError("--wav/--speak need the voice stages, which this build lacks",
-                            hint="ask with TEXT")
-    if args.text is None:
-        raise BadInputError("nothing to ask", hint="edge-runtime ask 'what time is it'")
+    if (args.text is None) == (args.wav is None):
+        raise BadInputError("give either TEXT or --wav FILE",
+                            hint="edge-runtime ask 'what time is it'")
     cfg = _load(args)
     if args.url:
+        if args.wav or args.speak:
+            raise BadInputError("--wav/--speak run in process; drop --url (or POST the WAV "
+                                "to /v1/audio)")
         obj = _ask_remote(args.url, args.text, cfg.server.token, args.budget_ms)
     else:
-        obj = asyncio.run(_ask_local(cfg, args.text, args.budget_ms))
+        obj = asyncio.run(_ask_local(cfg, args))
     _print_result(obj, args.json)
     return 0
 
 
-async def _ask_local(cfg: Config, text: str, budget_ms: float | None) -> dict:
+async def _ask_local(cfg: Config, args: argparse.Namespace) -> dict:
     from .runtime import Runtime
     rt = Runtime.build(cfg)
     try:
         await rt.start()
-        return (await rt.pipeline.ask(text, budget_ms=budget_ms)).to_dict()
+        if args.wav or args.speak:
+            from .voice.cli import ask_text_spoken, ask_wav
+            if args.wav:
+                return await ask_wav(rt, args.wav, args.speak)
+            return await ask_text_spoken(rt, args.text, args.speak)
+        return (await rt.pipeline.ask(args.text, budget_ms=args.budget_ms)).to_dict()
     finally:
         await rt.close()
 
@@ -110,34 +116,35 @@ def _ask_remote(url: str, text: str, token: str, budget_ms: float | None) -> dic
 
 def cmd_chat(args: argparse.Namespace) -> int:
     cfg = _load(args)
-    return asyncio.run(_chat(cfg))
+    return asyncio.run(_chat(cfg, args.text))
 
 
-async def _chat(cfg: Config) -> int:
+async def _chat(cfg: Config, text_mode: bool) -> int:
     from .runtime import Runtime
+    from .voice.cli import run_chat
     rt = Runtime.build(cfg)
     await rt.start()
-    loop = asyncio.get_running_loop()
     try:
-        while True:
-            line = await loop.run_in_executor(None, _prompt)
-            if line is None or line.strip() in ("/quit", "/exit"):
-                return 0
-            if not line.strip():
-                continue
-            try:
-                _print_result((await rt.pipeline.ask(line)).to_dict(), False)
-            except EdgeError as exc:
-                print(f"error: {exc.one_line()}", file=sys.stderr)
+        return await run_chat(rt, text_mode)
     finally:
         await rt.close()
 
 
-def _prompt() -> str | None:
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Benchmarks live in benchmarks/ (the repo), run with this package's interpreter."""
+    import importlib
+    import os
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if repo not in sys.path:
+        sys.path.insert(0, repo)
+    module = {"voice": "benchmarks.voice_bench", "cloud": "edge_runtime.cloud_link.bench",
+              "llm": "benchmarks.llm_bench"}[args.what]
     try:
-        return input("you> ")
-    except EOFError:
-        return None
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"benchmark {args.what} is not available ({exc.name} missing)",
+                          hint="run it from a checkout of the repository") from None
+    return int(mod.main(args.rest) or 0)
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -210,13 +217,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the answer object as JSON")
     s.add_argument("--url", help="ask a running daemon instead, e.g. http://127.0.0.1:8080")
     s.add_argument("--budget-ms", type=float, help="latency budget for this request")
-    s.add_argument("--wav", help="(voice) a WAV file to transcribe")
-    s.add_argument("--speak", help="(voice) write the spoken answer to this WAV")
+    s.add_argument("--wav", help="a WAV file to transcribe and answer")
+    s.add_argument("--speak", metavar="OUT.wav", help="write the spoken answer to this WAV")
     s.set_defaults(fn=cmd_ask)
 
-    s = sub.add_parser("chat", parents=[common], help="a conversation loop in the terminal")
-    s.add_argument("--text", action="store_true", help="keyboard input (the default here)")
+    s = sub.add_parser("chat", parents=[common], help="a conversation loop (microphone)")
+    s.add_argument("--text", action="store_true", help="type instead of speaking")
     s.set_defaults(fn=cmd_chat)
+
+    s = sub.add_parser("bench", help="benchmarks (side by side, medians; --json)")
+    s.add_argument("what", choices=("llm", "voice", "cloud"))
+    s.add_argument("rest", nargs=argparse.REMAINDER, help="the benchmark's own flags")
+    s.set_defaults(fn=cmd_bench)
 
     s = sub.add_parser("models", parents=[common], help="pull, build, list or check models")
     msub = s.add_subparsers(dest="action", required=True)

@@ -135,6 +135,56 @@ class CloudConfig:
 
 
 @dataclass(frozen=True)
+class AudioConfig:
+    input_device: str = ""             # sounddevice name or index; "" = system default
+    output_device: str = ""
+    max_seconds: float = 60.0          # longest accepted audio upload / WAV file
+
+
+@dataclass(frozen=True)
+class VadConfig:
+    backend: str = "silero"            # silero | webrtc
+    model_path: str = ""               # "" = the model store (silero-vad)
+    threshold: float = 0.5             # speech when probability >= threshold
+    neg_threshold: float = 0.35        # silence when probability < neg_threshold
+    start_ms: float = 64.0             # speech needed to start an utterance
+    end_silence_ms: float = 256.0      # silence that ends it (Home Assistant uses 700)
+    pause_ms: float = 96.0             # silence after which the final transcript starts
+    preroll_ms: float = 256.0          # audio kept from before the onset
+    min_speech_ms: float = 150.0       # shorter utterances are dropped
+    max_utterance_s: float = 15.0      # longer ones are cut
+
+
+@dataclass(frozen=True)
+class AsrConfig:
+    backend: str = "whisper"           # whisper | pocketsphinx | vosk
+    model_dir: str = ""                # "" = the model store (whisper-tiny-en); vosk: required
+    grammar: bool = False              # vosk: hear only the intent examples' phrases
+    threads: int = 2
+    beam_size: int = 1
+    window_s: float = 10.0             # Whisper encoder window for short commands
+    partials: bool = True
+    partial_every_s: float = 0.5
+
+
+@dataclass(frozen=True)
+class TtsConfig:
+    backend: str = "piper"
+    model_path: str = ""               # "" = the model store (piper-joe-medium)
+    threads: int = 1
+    cache_mb: int = 32                 # rendered audio of answers, so a cache hit plays at once
+    first_chunk_chars: int = 16        # the first spoken chunk may end at a comma after this
+    first_chunk_max_chars: int = 40    # ... and is cut at a space before this many
+
+
+@dataclass(frozen=True)
+class VoiceConfig:
+    enabled: bool = True               # /v1/audio and /v1/stream in the daemon
+    barge_in: bool = True
+    echo_margin: float = 2.0           # user speech must be this much louder than the echo
+
+
+@dataclass(frozen=True)
 class DeviceConfig:
     profile: str = "x86-cpu"
 
@@ -154,6 +204,11 @@ class Config:
     llm: LlmConfig = field(default_factory=LlmConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     cloud: CloudConfig = field(default_factory=CloudConfig)
+    audio: AudioConfig = field(default_factory=AudioConfig)
+    vad: VadConfig = field(default_factory=VadConfig)
+    asr: AsrConfig = field(default_factory=AsrConfig)
+    tts: TtsConfig = field(default_factory=TtsConfig)
+    voice: VoiceConfig = field(default_factory=VoiceConfig)
     device: DeviceConfig = field(default_factory=DeviceConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
 
@@ -178,6 +233,11 @@ class Config:
         _check(self.scheduler.budget_ms > 0, "scheduler.budget_ms", "must be positive")
         _check(0 < self.scheduler.ewma_alpha <= 1, "scheduler.ewma_alpha", "must be within (0, 1]")
         _check(self.cloud.deadline_ms > 0, "cloud.deadline_ms", "must be positive")
+        _check(self.vad.backend in ("silero", "webrtc"), "vad.backend", "must be silero or webrtc")
+        _check(self.asr.backend in ("whisper", "pocketsphinx", "vosk"), "asr.backend",
+               "must be whisper, pocketsphinx or vosk")
+        _check(self.tts.backend == "piper", "tts.backend", "must be piper")
+        _check(self.audio.max_seconds > 0, "audio.max_seconds", "must be positive")
         _check(self.logging.level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR"), "logging.level",
                "must be DEBUG, INFO, WARNING or ERROR")
 

@@ -94,7 +94,14 @@ async def _read_body(request: web.Request, limit: int) -> bytes:
 async def healthz(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME_KEY]
     rt.refresh_gauges()
-    return web.json_response(rt.health())
+    health = rt.health()
+    from .voice.api import VOICE_KEY
+    service = request.app.get(VOICE_KEY)
+    if service is None:
+        health["voice"] = "disabled"
+    else:
+        health["voice"] = "ok" if service.stack is not None else "unavailable"
+    return web.json_response(health)
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -104,13 +111,17 @@ async def metrics(request: web.Request) -> web.Response:
                         headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
 
-def make_app(rt: Runtime) -> web.Application:
+def make_app(rt: Runtime, *, voice: bool | None = None) -> web.Application:
+    """The API; voice routes (/v1/audio, /v1/stream) unless ``voice.enabled`` is off."""
     app = web.Application(middlewares=[auth_and_errors],
                           client_max_size=rt.cfg.server.max_body_bytes)
     app[RUNTIME_KEY] = rt
     app.router.add_post("/v1/ask", ask)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
+    if rt.cfg.voice.enabled if voice is None else voice:
+        from .voice.api import add_voice_routes
+        add_voice_routes(app, rt)
     return app
 
 

@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# Install the servers the integration tests start themselves (redis-server), when missing.
+# Install the Debian packages the tests use, when missing: redis-server (the cache tests
+# start their own), PortAudio (sounddevice), espeak-ng and pocketsphinx-testdata (test
+# speech), PulseAudio (the virtual-microphone end-to-end test).
 set -euo pipefail
-if ! command -v redis-server >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing redis-server (Debian package) for the cache tests"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
-  else
-    echo "redis-server is missing: install it (e.g. sudo apt-get install redis-server)" >&2
-    exit 1
-  fi
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v espeak-ng >/dev/null 2>&1 || need+=(espeak-ng)
+command -v pulseaudio >/dev/null 2>&1 || need+=(pulseaudio pulseaudio-utils libasound2-plugins)
+ldconfig -p 2>/dev/null | grep -q libportaudio || need+=(libportaudio2)
+dpkg -s pocketsphinx-testdata >/dev/null 2>&1 || need+=(pocketsphinx-testdata)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing Debian packages for the tests: ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+else
+  echo "missing Debian packages for the tests: ${need[*]} (sudo apt-get install ${need[*]})" >&2
+  exit 1
 fi

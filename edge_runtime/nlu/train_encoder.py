@@ -52,7 +52,7 @@ class EncoderTrainSettings:
     warmup: float = 0.06            # share of steps with linear warm-up
     max_tokens: int = 48
     augment_p: float = 0.4          # share of sentences rewritten per epoch by asr_variant
-    max_accuracy_drop: float = 0.01  # oos threshold may cost at most this in-scope accuracy
+    max_accuracy_drop: float = 0.005  # oos threshold may cost at most this in-scope accuracy
     int8_max_drop: float = 0.003    # keep INT8 when in-scope accuracy drops at most this
     threads: int = 2
     seed: int = 0

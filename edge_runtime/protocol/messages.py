@@ -29,7 +29,7 @@ import dataclasses
 import math
 import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Union
+from typing import Any, Callable, ClassVar, Union
 
 import msgpack
 
@@ -136,22 +136,13 @@ class Pong:
 
 WireMessage = Union[Request, Chunk, Done, Error, Cancel, Ping, Pong]
 MESSAGE_TYPES: dict[str, type] = {cls.TYPE: cls for cls in typing.get_args(WireMessage)}
-_HINTS: dict[type, dict[str, Any]] = {}
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        hints = typing.get_type_hints(cls)
-        _HINTS[cls] = {f.name: hints[f.name] for f in dataclasses.fields(cls)}
-    return _HINTS[cls]
-
-
-def _to_wire(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
-        return {f.name: _to_wire(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (tuple, list)):
-        return [_to_wire(v) for v in value]
-    return value
+def _default(value: Any) -> Any:
+    """msgpack hook: nested dataclasses (Message, GenerationParams) go as maps of fields."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return value.__dict__
+    raise TypeError(f"cannot encode {type(value).__name__}")
 
 
 def encode(msg: WireMessage) -> bytes:
@@ -159,7 +150,9 @@ def encode(msg: WireMessage) -> bytes:
     cls = type(msg)
     if MESSAGE_TYPES.get(getattr(cls, "TYPE", None)) is not cls:
         raise TypeError(f"{cls.__name__} is not a protocol message")
-    return msgpack.packb([PROTOCOL_VERSION, cls.TYPE, _to_wire(msg)], use_bin_type=True)
+    # A frozen dataclass's __dict__ holds exactly its fields: no per-field Python work here.
+    return msgpack.packb([PROTOCOL_VERSION, cls.TYPE, msg.__dict__], default=_default,
+                         use_bin_type=True)
 
 
 def decode(data: bytes) -> WireMessage:
@@ -169,62 +162,140 @@ def decode(data: bytes) -> WireMessage:
     if len(data) > MAX_FRAME_BYTES:
         raise ProtocolError(f"frame of {len(data)} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
     try:
-        envelope = msgpack.unpackb(bytes(data), raw=False, strict_map_key=True,
-                                   use_list=True)
+        envelope = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True)
     except Exception as exc:  # msgpack raises many types (ValueError, ExtraData, StackError …)
         raise ProtocolError(f"frame is not valid msgpack: {type(exc).__name__}: {exc}") from None
-    if not isinstance(envelope, list) or len(envelope) != 3:
+    if type(envelope) is not list or len(envelope) != 3:
         raise ProtocolError("frame is not a [version, type, body] envelope")
     version, type_name, body = envelope
     if version != PROTOCOL_VERSION or isinstance(version, bool):
         raise ProtocolError(f"protocol version {version!r} is not supported (this side speaks "
                             f"{PROTOCOL_VERSION})", hint="run the same edge-runtime release "
                             "on the device and the gateway", code="protocol_version")
-    cls = MESSAGE_TYPES.get(type_name) if isinstance(type_name, str) else None
-    if cls is None:
+    spec = _SPECS.get(type_name) if type(type_name) is str else None
+    if spec is None:
         raise ProtocolError(f"unknown message type {type_name!r}")
-    return _build(cls, body, type_name)
+    try:
+        return spec.build(body)
+    except _Bad as bad:
+        raise ProtocolError(f"{type_name}{bad.where}: {bad.what}") from None
 
 
-def _build(cls: type, body: Any, path: str) -> Any:
-    if not isinstance(body, dict):
-        raise ProtocolError(f"{path}: expected a map, got {type(body).__name__}")
-    hints = _hints(cls)
-    unknown = [k for k in body if k not in hints]
-    if unknown:
-        raise ProtocolError(f"{path}: unknown field(s) {unknown!r}")
-    required = [f.name for f in dataclasses.fields(cls)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    missing = [k for k in required if k not in body]
-    if missing:
-        raise ProtocolError(f"{path}: missing field(s) {missing!r}")
-    return cls(**{k: _convert(v, hints[k], f"{path}.{k}") for k, v in body.items()})
+# -- decoding: one precompiled converter per field type (built once, at import) -------------
+# Converters raise _Bad (no path); the path is assembled only on the way out of a failure.
+
+class _Bad(Exception):
+    def __init__(self, what: str, where: str = "") -> None:
+        self.what, self.where = what, where
 
 
-def _convert(value: Any, typ: Any, path: str) -> Any:
-    if typ is str:
-        if isinstance(value, str):
-            return value
-    elif typ is bool:
-        if isinstance(value, bool):
-            return value
-    elif typ is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif typ is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return float(value)
-    elif typing.get_origin(typ) is typing.Literal:
-        if isinstance(value, str) and value in typing.get_args(typ):
-            return value
-        raise ProtocolError(f"{path}: {value!r} is not one of {typing.get_args(typ)}")
-    elif typing.get_origin(typ) is tuple:
-        (item,) = [a for a in typing.get_args(typ) if a is not Ellipsis]
-        if isinstance(value, list):
-            return tuple(_convert(v, item, f"{path}[{i}]") for i, v in enumerate(value))
-    elif dataclasses.is_dataclass(typ):
-        return _build(typ, value, path)
-    else:  # pragma: no cover - a field type this module does not know is a programming error
-        raise TypeError(f"{path}: unsupported field type {typ!r}")
-    raise ProtocolError(f"{path}: expected {getattr(typ, '__name__', typ)}, "
-                        f"got {type(value).__name__}")
+_Conv = Callable[[Any], Any]
+
+
+def _expected(name: str, v: Any) -> _Bad:
+    return _Bad(f"expected {name}, got {type(v).__name__}")
+
+
+def _conv_str(v: Any) -> str:
+    if type(v) is str:
+        return v
+    raise _expected("str", v)
+
+
+def _conv_bool(v: Any) -> bool:
+    if type(v) is bool:
+        return v
+    raise _expected("bool", v)
+
+
+def _conv_int(v: Any) -> int:
+    if type(v) is int:
+        return v
+    raise _expected("int", v)
+
+
+def _conv_float(v: Any) -> float:
+    if (type(v) is float or type(v) is int) and math.isfinite(v):
+        return float(v)
+    raise _expected("float", v)
+
+
+class _Spec:
+    """How to build one frozen dataclass from a decoded map: a converter per field. Objects
+    are made with ``__new__`` + their ``__dict__`` (what the generated ``__init__`` does, at a
+    fraction of the cost); classes with ``__post_init__`` are not supported."""
+
+    def __init__(self, cls: type) -> None:
+        if hasattr(cls, "__post_init__"):
+            raise TypeError(f"{cls.__name__}: wire classes must not define __post_init__")
+        hints = typing.get_type_hints(cls)
+        fields = dataclasses.fields(cls)
+        self.cls = cls
+        self.convs: dict[str, _Conv] = {f.name: _converter(hints[f.name]) for f in fields}
+        self.names = frozenset(self.convs)
+        self.required = frozenset(
+            f.name for f in fields
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+        self.defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
+        self.factories = {f.name: f.default_factory for f in fields
+                          if f.default_factory is not dataclasses.MISSING}
+
+    def build(self, body: Any) -> Any:
+        if type(body) is not dict:
+            raise _Bad(f"expected a map, got {type(body).__name__}")
+        keys = body.keys()
+        if not keys <= self.names:
+            raise _Bad(f"unknown field(s) {[k for k in body if k not in self.names]!r}")
+        if not self.required <= keys:
+            raise _Bad(f"missing field(s) {sorted(self.required - keys)!r}")
+        values = dict(self.defaults)
+        for name, factory in self.factories.items():
+            if name not in body:
+                values[name] = factory()
+        convs = self.convs
+        for k, v in body.items():
+            try:
+                values[k] = convs[k](v)
+            except _Bad as bad:
+                bad.where = f".{k}{bad.where}"
+                raise
+        obj = object.__new__(self.cls)
+        obj.__dict__.update(values)
+        return obj
+
+
+def _converter(typ: Any) -> _Conv:
+    simple = {str: _conv_str, bool: _conv_bool, int: _conv_int, float: _conv_float}
+    if typ in simple:
+        return simple[typ]
+    origin = typing.get_origin(typ)
+    if origin is typing.Literal:
+        allowed = typing.get_args(typ)
+
+        def conv_literal(v: Any) -> str:
+            if type(v) is str and v in allowed:
+                return v
+            raise _Bad(f"{v!r} is not one of {allowed}")
+        return conv_literal
+    if origin is tuple:
+        (item_typ,) = [a for a in typing.get_args(typ) if a is not Ellipsis]
+        item = _converter(item_typ)
+
+        def conv_tuple(v: Any) -> tuple:
+            if type(v) is not list:
+                raise _expected("tuple", v)
+            out = []
+            for i, x in enumerate(v):
+                try:
+                    out.append(item(x))
+                except _Bad as bad:
+                    bad.where = f"[{i}]{bad.where}"
+                    raise
+            return tuple(out)
+        return conv_tuple
+    if dataclasses.is_dataclass(typ):
+        return _Spec(typ).build
+    raise TypeError(f"unsupported field type {typ!r}")  # a programming error, at import
+
+
+_SPECS: dict[str, _Spec] = {name: _Spec(cls) for name, cls in MESSAGE_TYPES.items()}

@@ -12,7 +12,7 @@ async def _client(token=""):
     cfg = load_config(env={}).with_overrides(server={"token": token, "max_body_bytes": 200_000})
     p = make_pipeline(cfg=cfg)
     rt = Runtime(cfg=p.cfg, stages=p.s, metrics=p.metrics, pipeline=p)
-    client = TestClient(TestServer(make_app(rt)))
+    client = TestClient(TestServer(make_app(rt, voice=False)))
     await client.start_server()
     return client
 

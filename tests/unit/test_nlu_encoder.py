@@ -118,3 +118,18 @@ def test_eval_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "line 1" in capsys.readouterr().err
     assert nlu_cli(["eval", "--data", str(tmp_path / "none.jsonl")]) == 2
     assert nlu_cli(["eval", "--data", str(bad), "--model", str(tmp_path / "nope")]) == 2
+
+
+def test_calibrate_rewrites_the_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = write_tiny_model(tmp_path / "m", threshold=0.0)
+    data = tmp_path / "val.jsonl"
+    rows = [("what time is it", "get_time"), ("will it rain", "weather"), ("maybe", "oos"),
+            ("maybe the", "oos"), ("the clock", "get_time")]
+    data.write_text("".join(json.dumps({"text": t, "intent": i}) + "\n" for t, i in rows))
+    assert nlu_cli(["calibrate", "--model", str(d), "--data", str(data),
+                    "--max-accuracy-drop", "0"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["class"]["oos_recall"] == 0.0 and out["threshold"]["oos_recall"] == 1.0
+    assert out["threshold"]["in_scope_accuracy"] == 1.0
+    assert EncoderIntentModel(d).oos_threshold == out["oos_threshold"] > 0.0
+    assert EncoderIntentModel(d).classify("maybe")[0] == OOS

@@ -95,7 +95,7 @@ class _Builder:
 
     # -- graph parts -----------------------------------------------------------------------
     def embedding(self, emb: NBitsWeight) -> str:
-        """Gather rows of the 8-bit MatMulNBits table (shared with a tied lm_head)."""
+        """Token embedding: Gather rows of the Q8_0 table (uint8 = q + 128) and scale them."""
         g, hp = self.g, self.hp
         nb = hp.hidden // BLOCK
         table = g.const("embed.B", emb.b)                                 # [V, nb, 32] uint8
@@ -138,7 +138,7 @@ class _Builder:
              seqlens, total, cos, sin, "position_ids"],
             domain="com.microsoft",
             outputs=[g.name(f"{p}.attn"), f"present.{i}.key", f"present.{i}.value"],
-            num_heads=hp.n_heads, kv_num_heads=hp.n_kv_heads, do_rotary=1, rotary_interleaved=1,
+            num_heads=hp.n_heads, kv_num_heads=hp.n_kv_heads, do_rotary=1, rotary_interleaved=0,
             scale=float(1.0 / np.sqrt(hp.head_dim)), local_window_size=-1)
         o = self.linear(attn, to_nbits(t[f"{p}.attn_output.weight"]), f"{p}.attn_output", self.acc)
         hn, h = self.rms(x, o, f"{p}.ffn_norm.weight")
