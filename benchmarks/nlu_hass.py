@@ -9,7 +9,8 @@
 2026.10.27) into a training set (seed 1) and a held-out test set (seed 2, sentences of the
 training set removed), both with slot values; the 100 CLINC150 out-of-scope training rows
 join the training set as ``oos``. ``eval`` scores intent accuracy and exact slots (intent
-right and every slot value equal) for both systems in the same run, on the text and, when
+right and every slot value equal) for ours (encoder + ``SlotFiller``), hassil, and a hybrid
+(hassil's templates first, ours when no template matches) in the same run, on the text and, when
 ``DIR/asr.jsonl`` exists (``benchmarks.nlu_asr``), on the transcripts of the same sentences
 spoken by Piper (joe) and heard by faster-whisper tiny.en (beam 1, int8).
 """
@@ -78,9 +79,14 @@ def evaluate(work: Path, model_dir: Path) -> dict:
                 for o in asr_rows]
         sets["asr_sentences_as_text"] = [(g, g.text) for g in gold]
         sets["asr_transcripts"] = [(g, o["text"]) for g, o in zip(gold, asr_rows)]
+    def hybrid(text: str):                  # the templates first, the model when they fail
+        parsed = hass.hassil_parse(text)
+        return parsed if parsed[0] != "oos" else ours(text)
+
     report = {}
     for name, rows in sets.items():
-        report[name] = {"ours": _score(rows, ours), "hassil": _score(rows, hass.hassil_parse)}
+        report[name] = {"ours": _score(rows, ours), "hassil": _score(rows, hass.hassil_parse),
+                        "hybrid": _score(rows, hybrid)}
     report["model"] = str(model_dir)
     return report
 
@@ -105,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, sides in out.items():
             if name == "model":
                 continue
-            for side in ("ours", "hassil"):
+            for side in ("ours", "hassil", "hybrid"):
                 m = sides[side]
                 print(f"{name:26s} {side:6s} n={m['n']:4d} intent {100 * m['intent_accuracy']:.1f} % "
                       f"exact slots {100 * m['exact_slots']:.1f} % p50 {m['latency_ms']['p50']:.2f} ms")

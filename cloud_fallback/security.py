@@ -27,7 +27,8 @@ def read_allow_list(path: str | os.PathLike) -> frozenset[bytes]:
         lines = p.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise ConfigError(f"cannot read the client allow-list {p}: {exc}",
-                          hint="create it with `edge-cloud keys add KEY --allow-list FILE`") from None
+                          hint="create it with `edge-cloud keys add KEY --allow-list FILE`"
+                          ) from None
     for n, line in enumerate(lines, 1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -40,7 +41,8 @@ def read_allow_list(path: str | os.PathLike) -> frozenset[bytes]:
     return frozenset(keys)
 
 
-def add_allowed_key(path: str | os.PathLike, key_or_file: str, comment: str = "") -> tuple[str, bool]:
+def add_allowed_key(path: str | os.PathLike, key_or_file: str,
+                    comment: str = "") -> tuple[str, bool]:
     """Append a client key (Z85 text or a ``.key`` file) to the allow-list file, creating it.
     Returns ``(z85_key, added)``; ``added`` is False when the key was there already."""
     key = load_public_key(key_or_file)
@@ -49,8 +51,9 @@ def add_allowed_key(path: str | os.PathLike, key_or_file: str, comment: str = ""
         return key.decode(), False
     p.parent.mkdir(parents=True, exist_ok=True)
     comment = " ".join(comment.split())
+    needs_newline = p.exists() and p.stat().st_size > 0 and not p.read_bytes().endswith(b"\n")
     with p.open("a", encoding="utf-8") as f:
-        f.write(key.decode() + (f"  {comment}" if comment else "") + "\n")
+        f.write(("\n" if needs_newline else "") + key.decode() + (f"  {comment}" if comment else "") + "\n")
     return key.decode(), True
 
 
@@ -120,7 +123,8 @@ class CurveServer:
         if self._provider is not None:
             self._auth.configure_curve_callback("*", credentials_provider=self._provider)
         else:
-            log.warning("CURVE without --allow-client-key: any client with the server key may connect")
+            log.warning("CURVE without --allow-client-key(s-file): any client with the server "
+                        "key may connect")
             self._auth.configure_curve(domain="*", location=zmq.auth.CURVE_ALLOW_ANY)
         sock.curve_secretkey = self._secret_key
         sock.curve_publickey = self.public_key

@@ -195,6 +195,11 @@ def cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_keys(args: argparse.Namespace) -> int:
+    from .cloud_link.keys_cli import keys_generate
+    return int(keys_generate(args) or 0)
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import run_doctor
     return run_doctor(_load(args))
@@ -251,6 +256,14 @@ def build_parser() -> argparse.ArgumentParser:
     csub = s.add_subparsers(dest="action", required=True)
     csub.add_parser("show", parents=[common], help="print the effective config as TOML")
     s.set_defaults(fn=cmd_config)
+
+    s = sub.add_parser("keys", help="CURVE keys for the cloud link")
+    ksub = s.add_subparsers(dest="action", required=True)
+    from .cloud_link.keys_cli import add_keys_generate_arguments
+    add_keys_generate_arguments(ksub.add_parser("generate", help="write this device's key "
+                                                "pair; print the public key for `edge-cloud "
+                                                "keys add`"))
+    s.set_defaults(fn=cmd_keys)
 
     s = sub.add_parser("doctor", parents=[common], help="check models, providers, services")
     s.set_defaults(fn=cmd_doctor)

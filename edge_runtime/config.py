@@ -132,6 +132,11 @@ class CloudConfig:
     health_interval_s: float = 2.0
     model: str = ""                    # model the gateway should use; "" = its default
     stall_timeout_ms: float = 0.0      # max gap between chunks; 0 = first_token_timeout_ms
+    endpoints: tuple[str, ...] = ()    # several gateways (failover); () = (endpoint,)
+    max_attempts: int = 3              # gateways tried per request before the first piece
+    breaker_failures: int = 3          # consecutive failures that open a gateway's breaker
+    breaker_reset_s: float = 2.0       # first half-open probe after this; doubles to 30 s
+    hedge: bool = True                 # no first cloud token within the budget: race local
 
 
 @dataclass(frozen=True)
@@ -233,6 +238,8 @@ class Config:
         _check(self.scheduler.budget_ms > 0, "scheduler.budget_ms", "must be positive")
         _check(0 < self.scheduler.ewma_alpha <= 1, "scheduler.ewma_alpha", "must be within (0, 1]")
         _check(self.cloud.deadline_ms > 0, "cloud.deadline_ms", "must be positive")
+        _check(self.cloud.max_attempts >= 1, "cloud.max_attempts", "must be >= 1")
+        _check(self.cloud.breaker_failures >= 1, "cloud.breaker_failures", "must be >= 1")
         _check(self.vad.backend in ("silero", "webrtc"), "vad.backend", "must be silero or webrtc")
         _check(self.asr.backend in ("whisper", "pocketsphinx", "vosk"), "asr.backend",
                "must be whisper, pocketsphinx or vosk")

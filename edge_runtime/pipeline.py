@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Protocol
 
 from .cache.base import CachedAnswer
+from .cloud_link.hedge import hedged_answer
 from .clock import SYSTEM_CLOCK, Clock
 from .config import Config
 from .errors import BadInputError, CloudUnavailableError, EdgeError, ModelMissingError
@@ -86,6 +87,7 @@ class Pipeline:
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="stage")
         self._admission = asyncio.Semaphore(cfg.server.max_concurrent_requests)
         self.in_flight = 0
+        self._cloud_ttft_s = 0.3     # typical cloud first-token time (EWMA), for hedging
 
     # -- the flow ------------------------------------------------------------------------
     async def ask(self, text: Any, *, cancel: CancelToken | None = None,
@@ -150,17 +152,23 @@ class Pipeline:
         route, device, reason = decision.route, "cloud", decision.reason
         answer: str | None = None
         if decision.route == "cloud":
-            try:
-                answer = await self._collect(self._cloud_stream(messages), t0, timings, sink)
-            except CloudUnavailableError as exc:
-                route, reason = "local", f"{decision.reason}; cloud failed ({exc.message}), " \
-                                         f"answered locally"
-                decision = Decision("local", reason, "cloud_failed", decision.predicted_ttft_s,
+            t_cloud = self.clock.monotonic()
+            out = await hedged_answer(
+                lambda: self._cloud_stream(messages),
+                (lambda tok: self._local_stream(messages, tok)) if self.s.llm else None,
+                hedge_after_s=self._hedge_after_s(decision, t0), sink=sink, clock=self.clock,
+                cancel=cancel)
+            answer, route, reason = out.answer, out.winner, f"{decision.reason}; {out.reason}"
+            device = "cloud" if route == "cloud" else self._local_device()
+            timings.first_token = None if out.first_piece_m is None else out.first_piece_m - t0
+            if route == "cloud" and out.first_piece_m is not None:
+                self._cloud_ttft_s += 0.2 * (out.first_piece_m - t_cloud - self._cloud_ttft_s)
+            if route == "local":
+                code = "hedge_local_won" if out.hedged else "cloud_failed"
+                decision = Decision("local", reason, code, decision.predicted_ttft_s,
                                     decision.budget_s)
-                timings.first_token = None
-                sink.reset()           # drop any cloud pieces already handed on
-        if answer is None:
-            route, device = "local", self._local_device()
+        else:
+            device = self._local_device()
             answer = await self._collect(self._local_stream(messages, cancel), t0, timings,
                                          sink)
         if key is not None and answer and not cancel.cancelled:
@@ -186,6 +194,15 @@ class Pipeline:
             intent_budget_ms=budget_ms, local_device=self.s.llm.device)
         self.metrics.predicted_ttft.set(decision.predicted_ttft_s)
         return decision
+
+    def _hedge_after_s(self, decision: Decision, t0: float) -> float:
+        """When to start the local model beside a pending cloud request: once the budget
+        is spent AND the cloud is late by its own standard (1.5x its typical first-token
+        time), so a healthy cloud is not raced for nothing. No hedging: its deadline."""
+        if not self.cfg.cloud.hedge:
+            return self.cfg.cloud.deadline_ms / 1000.0
+        remaining = decision.budget_s - (self.clock.monotonic() - t0)
+        return max(0.0, remaining, 1.5 * self._cloud_ttft_s)
 
     def _local_device(self) -> str:
         if self.s.llm is None:

@@ -55,9 +55,12 @@ def build_stages(cfg: Config, clock: Clock = SYSTEM_CLOCK, *, with_llm: bool = T
     llm, llm_error = load_llm(cfg, store) if with_llm else (None, None)
     cloud = None
     if cfg.cloud.enabled:
-        from .cloud_link import ZmqCloudClient
-        cloud = ZmqCloudClient(cfg.cloud, clock, model=cfg.cloud.model,
-                               stall_timeout_ms=cfg.cloud.stall_timeout_ms or None)
+        from .cloud_link.failover import FailoverCloudClient
+        c = cfg.cloud
+        cloud = FailoverCloudClient.from_config(
+            c, c.endpoints, clock, model=c.model, stall_timeout_ms=c.stall_timeout_ms or None,
+            max_attempts=c.max_attempts, breaker_failures=c.breaker_failures,
+            breaker_reset_s=c.breaker_reset_s)
     profile, monitor = _device_for(cfg, clock)
     return Stages(understander=understander, skills=skills, cache=cache,
                   make_key=make_key, ttl_for=lambda spec: ttl_for(spec, cfg.cache),

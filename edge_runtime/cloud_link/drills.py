@@ -47,7 +47,8 @@ class Tally:
         lat = sorted(self.latencies_s)
         worst = round(lat[-1] * 1000, 1) if lat else None
         return {"answered": self.answered, "lost": self.lost, "duplicated": self.duplicated,
-                "late": self.late, "reset_mid_stream": self.reset, "winners": dict(self.winners), "max_ms": worst,
+                "late": self.late, "reset_mid_stream": self.reset,
+                "winners": dict(self.winners), "max_ms": worst,
                 "errors": self.errors[:3],
                 "cloud_errors": self.cloud_errors[:3], **extra}
 
@@ -147,9 +148,9 @@ async def ask(client: Any, tally: Tally, i: int, *, deadline_s: float, hedge_aft
 
 def make_client(endpoints: Sequence[str], cfg: CloudConfig | None = None,
                 **kw: Any) -> FailoverCloudClient:
+    """A failover client over ``endpoints`` with heartbeats every 0.5 s at most."""
     cfg = cfg or CloudConfig(endpoint=endpoints[0])
-    cfg = dataclasses.replace(cfg, first_token_timeout_ms=cfg.first_token_timeout_ms,
-                              health_interval_s=min(cfg.health_interval_s, 0.5))
+    cfg = dataclasses.replace(cfg, health_interval_s=min(cfg.health_interval_s, 0.5))
     return FailoverCloudClient.from_config(cfg, endpoints, **kw)
 
 

@@ -14,6 +14,7 @@ request never gets two answers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from ..config import CloudConfig
 from ..errors import CloudUnavailableError, ConfigError
 from ..types import GenerationParams, Message
 from .breaker import OPEN, CircuitBreaker
-from .zmq_client import ZmqCloudClient
+from .zmq_client import CONGESTED, ZmqCloudClient
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,13 @@ class FailoverCloudClient:
                                               getattr(m.client, "down_reason", m.client.state))
                          for m in self._members)
 
+    @property
+    def rtt_ms(self) -> float | None:
+        """The best last heartbeat round trip among gateways that are up (None: none known)."""
+        rtts = [m.client.rtt_ms for m in self._members
+                if m.client.state == "up" and getattr(m.client, "rtt_ms", None) is not None]
+        return min(rtts) if rtts else None
+
     def endpoint_states(self) -> dict[str, dict[str, Any]]:
         """Per endpoint: link state, breaker state, requests in flight (for metrics/doctor)."""
         return {m.endpoint: {"link": m.client.state, "breaker": m.breaker.state,
@@ -165,13 +173,18 @@ class FailoverCloudClient:
             member.in_flight += 1
             outcome = "release"
             try:
-                async for piece in member.client.stream(messages, params, remaining):
-                    yielded = True
-                    yield piece
+                # aclosing: when our caller stops early, the member's stream closes now (and
+                # sends Cancel to its gateway), not whenever the generator is collected
+                async with contextlib.aclosing(
+                        member.client.stream(messages, params, remaining)) as pieces:
+                    async for piece in pieces:
+                        yielded = True
+                        yield piece
                 outcome = "success"
                 return
             except CloudUnavailableError as exc:
-                outcome = "failure" if exc.retryable else "release"
+                # our own full send queue says nothing about the gateway's health
+                outcome = "failure" if exc.retryable and exc.code != CONGESTED else "release"
                 if yielded or not exc.retryable:
                     raise
                 errors.append(f"{member.endpoint}: {exc.message}")

@@ -33,6 +33,7 @@ from .keys import endpoint_is_loopback, load_keypair, load_public_key
 
 log = logging.getLogger(__name__)
 
+CONGESTED = "cloud_congested"          # error code: our own send queue is full (not the gateway)
 _WAKE = object()                       # queue marker: look at _Pending.failure
 _ABANDONED_IDS = 512                   # remembered ids of failed requests (late chunks: DEBUG)
 _HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
@@ -145,7 +146,7 @@ class ZmqCloudClient:
         # a stable identity across reconnects, so the gateway routes Cancel to the right jobs
         sock.setsockopt(zmq.ROUTING_ID, b"edge-" + uuid.uuid4().bytes)
         interval_ms = int(self.cfg.health_interval_s * 1000)
-        for opt, value in ((zmq.LINGER, 0), (zmq.IMMEDIATE, 1), (zmq.SNDHWM, 100),
+        for opt, value in ((zmq.LINGER, 0), (zmq.IMMEDIATE, 1), (zmq.SNDHWM, 1000),
                            (zmq.RCVHWM, 10_000), (zmq.RECONNECT_IVL, 100),
                            (zmq.RECONNECT_IVL_MAX, 2000), (zmq.MAXMSGSIZE, 2 << 20),
                            (zmq.CONNECT_TIMEOUT, max(1, int(self.cfg.connect_timeout_ms))),
@@ -347,7 +348,8 @@ class ZmqCloudClient:
                           self._model)
             if not self._send_nowait(req):
                 if self._connected:
-                    raise CloudUnavailableError("cloud link congested: the send queue is full")
+                    raise CloudUnavailableError("cloud link congested: the send queue is full",
+                                                code=CONGESTED)
                 self._mark_down(f"not connected to {self.cfg.endpoint}")
                 raise CloudUnavailableError(f"cloud link down: {self._reason}")
             seq = 0
@@ -364,10 +366,13 @@ class ZmqCloudClient:
                          f"stream stalled: no piece for {self._stall_s * 1e3:.0f} ms")))
                 if seq == 0 and first_m >= deadline_m:
                     why = f"deadline exceeded ({deadline_s * 1e3:.0f} ms) before the first token"
-                try:
-                    item = await asyncio.wait_for(pending.queue.get(), max(0.0, limit - now))
-                except asyncio.TimeoutError:
-                    raise CloudUnavailableError(why) from None
+                try:   # a piece already queued needs no timer (wait_for costs a task)
+                    item = pending.queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    try:
+                        item = await asyncio.wait_for(pending.queue.get(), max(0.0, limit - now))
+                    except asyncio.TimeoutError:
+                        raise CloudUnavailableError(why) from None
                 if isinstance(item, Chunk):
                     if item.seq != seq:
                         raise CloudUnavailableError(f"gateway error: piece {item.seq} arrived "

@@ -38,12 +38,11 @@ class KvRunner:
         # The KV cache lives in host memory on every provider: this fp32 model's
         # GroupQueryAttention has no CUDA kernel (fp16/bf16 only), so it runs on the CPU EP
         # and host buffers keep the in-place (shared past/present) update.
-        kv_dev = "cpu"
         shape = [1, int(cfg["num_key_value_heads"]), self.max_len, int(cfg["head_dim"])]
-        self.kv = [(ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32, kv_dev, 0),
-                    ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32, kv_dev, 0))
+        self.kv = [(ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32, "cpu", 0),
+                    ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32, "cpu", 0))
                    for _ in range(self.n_layers)]
-        self._ids = np.zeros((1, max(PREFILL_CHUNK, 1)), np.int64)
+        self._ids = np.zeros((1, PREFILL_CHUNK), np.int64)
         self._pos = np.arange(self.max_len, dtype=np.int64).reshape(1, -1)
         self._mask = np.ones((1, self.max_len), np.int64)
         self._logits = np.zeros((1, PREFILL_CHUNK, self.vocab), np.float32)

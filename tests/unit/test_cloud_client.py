@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import asyncio
+import random
 
 import pytest
 
 from edge_runtime.clock import FakeClock
+from edge_runtime.cloud_link.drills import garbage_frames
 from edge_runtime.cloud_link.zmq_client import ZmqCloudClient
 from edge_runtime.errors import CloudUnavailableError, ConfigError
 from edge_runtime.protocol import Cancel, Chunk, Done, Error, Ping, Request
 from edge_runtime.types import GenerationParams, Message
-from tests.cloud_fixtures import FakeGateway, fast_cloud_config, free_tcp_endpoint, wait_until
+from tests.cloud_fixtures import (FakeGateway, fast_cloud_config, free_tcp_endpoint,
+                                  stream_words, wait_until)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -273,3 +276,16 @@ async def test_non_loopback_with_allow_insecure_starts():
         assert client.state in ("down", "unknown")
     finally:
         await client.close()
+
+
+async def test_junk_multipart_messages_from_the_gateway_never_break_the_client():
+    async def junk_then_answer(gw, peer, req):
+        rng = random.Random(3)
+        for _ in range(300):
+            await gw._sock.send_multipart([peer, *garbage_frames(rng)])
+        await stream_words(gw, peer, req)
+
+    async with FakeGateway(junk_then_answer) as gw:
+        async with ZmqCloudClient(fast_cloud_config(gw.endpoint)) as client:
+            assert await collect(client) == ["hello", " cloud", " world"]
+            assert client.state == "up"

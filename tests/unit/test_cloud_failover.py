@@ -121,3 +121,57 @@ def test_single_endpoint_config_still_works_and_empty_is_refused():
     assert list(client.endpoint_states()) == ["tcp://127.0.0.1:5999"]
     with pytest.raises(ConfigError, match="no cloud endpoints"):
         FailoverCloudClient([])
+
+
+class _Scripted:
+    """A CloudClient stand-in whose every stream fails with ``exc`` before any piece."""
+
+    state, available, down_reason = "up", True, ""
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc, self.calls = exc, 0
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def stream(self, messages, params, deadline_s):
+        self.calls += 1
+        raise self.exc
+        yield ""                                   # pragma: no cover - makes it a generator
+
+
+async def test_own_send_queue_congestion_does_not_open_the_breaker():
+    from edge_runtime.cloud_link.zmq_client import CONGESTED
+    congested = _Scripted(CloudUnavailableError("cloud link congested", code=CONGESTED))
+    client = FailoverCloudClient([("tcp://a", congested)], breaker_failures=2,
+                                 retry_backoff_s=0.001)
+    for _ in range(3):
+        with pytest.raises(CloudUnavailableError):
+            await collect(client)
+    assert client.endpoint_states()["tcp://a"]["breaker"] == "closed" and congested.calls == 9
+
+
+async def test_non_retryable_gateway_error_is_raised_at_once():
+    bad = _Scripted(CloudUnavailableError("gateway error: bad_request: no such model",
+                                          retryable=False))
+    other = _Scripted(CloudUnavailableError("unused"))
+    client = FailoverCloudClient([("tcp://a", bad), ("tcp://b", other)])
+    client._next = 0
+    with pytest.raises(CloudUnavailableError, match="bad_request"):
+        await collect(client)
+    assert (bad.calls, other.calls) == (1, 0)
+
+
+async def test_caller_stopping_early_cancels_at_the_gateway_at_once():
+    async def endless(gw, peer, req):
+        for i in range(1000):
+            await gw.send(peer, Chunk(req.id, i, "x"))
+            await asyncio.sleep(0.01)
+
+    async with FakeGateway(endless) as a:
+        async with client_for(a.endpoint) as client:
+            stream = client.stream(ASK, PARAMS, 5.0)
+            assert await stream.__anext__() == "x"
+            await stream.aclose()
+            await wait_until(lambda: a.of_type(Cancel), timeout_s=2.0)

@@ -51,6 +51,15 @@ def test_edge_cloud_keys_add_appends_once_and_rejects_garbage(tmp_path, capsys):
     assert edge_cloud(["keys", "add", "not-a-key", "--allow-list", str(allow)]) == 2
 
 
+def test_keys_add_after_a_hand_edit_without_final_newline(tmp_path):
+    first, _ = zmq.curve_keypair()
+    second, _ = zmq.curve_keypair()
+    f = tmp_path / "allow"
+    f.write_text(f"{first.decode()}  typed by hand")          # no newline at the end
+    add_allowed_key(f, second.decode())
+    assert read_allow_list(f) == {first, second}
+
+
 def test_allow_list_ignores_comments_and_names_a_bad_line(tmp_path):
     pub, _ = zmq.curve_keypair()
     f = tmp_path / "allow"

@@ -115,3 +115,31 @@ async def test_a_skill_that_needs_more_asks_back():
     p.s.skills.get = lambda name: Asking()
     r = await p.ask("what time is it")
     assert r.route == "skill" and r.answer == "For how long?" and "needs more" in r.reason
+
+
+class SlowCloud(FakeCloud):
+    def __init__(self, delay_s):
+        super().__init__()
+        self.delay_s = delay_s
+
+    async def stream(self, messages, params, deadline_s):
+        import asyncio
+        await asyncio.sleep(self.delay_s)
+        async for piece in super().stream(messages, params, deadline_s):
+            yield piece
+
+
+async def test_a_late_cloud_is_hedged_by_the_local_model():
+    p = make_pipeline(budget_ms=1, cloud=SlowCloud(delay_s=5.0))
+    p._cloud_ttft_s = 0.01                      # the cloud is usually quick
+    r = await p.ask("why is the sky blue")
+    assert r.route == "local" and r.answer == "Light scatters."
+    assert "no cloud piece within" in r.reason
+    assert 'reason="hedge_local_won"' in p.metrics.render().decode()
+
+
+async def test_a_healthy_cloud_is_not_raced_before_it_is_late():
+    p = make_pipeline(budget_ms=1, cloud=SlowCloud(delay_s=0.05))
+    p._cloud_ttft_s = 0.3                       # hedge only after 0.45 s
+    r = await p.ask("why is the sky blue")
+    assert r.route == "cloud" and p.s.llm.calls == 0

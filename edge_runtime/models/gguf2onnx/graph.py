@@ -138,7 +138,7 @@ class _Builder:
              seqlens, total, cos, sin, "position_ids"],
             domain="com.microsoft",
             outputs=[g.name(f"{p}.attn"), f"present.{i}.key", f"present.{i}.value"],
-            num_heads=hp.n_heads, kv_num_heads=hp.n_kv_heads, do_rotary=1, rotary_interleaved=0,
+            num_heads=hp.n_heads, kv_num_heads=hp.n_kv_heads, do_rotary=1, rotary_interleaved=1,
             scale=float(1.0 / np.sqrt(hp.head_dim)), local_window_size=-1)
         o = self.linear(attn, to_nbits(t[f"{p}.attn_output.weight"]), f"{p}.attn_output", self.acc)
         hn, h = self.rms(x, o, f"{p}.ffn_norm.weight")
