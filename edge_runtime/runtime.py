@@ -34,7 +34,8 @@ def load_llm(cfg: Config, store: ModelStore):
     try:
         from .llm import load_engine
         engine = load_engine(store.llm_dir(), providers=cfg.llm.providers,
-                             threads=cfg.llm.threads, model_name=cfg.llm.model)
+                             threads=cfg.llm.threads, model_name=cfg.llm.model,
+                             context_tokens=cfg.llm.context_tokens)
         log.info("local LLM %s loaded on %s (providers: %s)", cfg.llm.model, engine.device,
                  ", ".join(engine.providers))
         return engine, None

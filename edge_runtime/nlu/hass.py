@@ -157,6 +157,15 @@ class HassData:
         return result.intent.name, slots
 
 
+def _close(cand: str, phrase: str, cutoff: float) -> bool:
+    """Recognition-error match of two phrases with the same number of words: similar
+    spelling overall ("ground force" ~ "ground floor", "gait" ~ "gate") and word by word
+    (so "our lamps" is not "floor lamp")."""
+    if cand[:1] != phrase[:1] or fuzz.ratio(cand, phrase) < cutoff:
+        return False
+    return all(fuzz.ratio(a, b) >= 60 for a, b in zip(cand.split(), phrase.split()))
+
+
 def _fits(context: dict | None, need: dict | None) -> bool:
     """A list value's context satisfies a template's required context (a value or a list)."""
     for key, want in (need or {}).items():
@@ -169,7 +178,7 @@ def _fits(context: dict | None, need: dict | None) -> bool:
 class SlotFiller:
     """Slots for (intent, text): learned phrase -> value tables plus the template lists."""
 
-    def __init__(self, hass: HassData, train: list[Example], fuzzy_cutoff: float = 85.0) -> None:
+    def __init__(self, hass: HassData, train: list[Example], fuzzy_cutoff: float = 75.0) -> None:
         from hassil.intents import RangeSlotList, TextSlotList
 
         self.fuzzy_cutoff = fuzzy_cutoff
@@ -186,7 +195,7 @@ class SlotFiller:
                 elif isinstance(lst, TextSlotList):
                     for v in lst.values:
                         for _ in range(6):       # the spoken variants of the value
-                            text = normalize_text(hass._expand(v.text_in, rules, rng, []))
+                            text = " ".join(_words(hass._expand(v.text_in, rules, rng, [])))
                             value = v.value_out if v.value_out is not None else text
                             if text:
                                 self.phrases[name][text][(ref.slot, _value(value), ref.list_name)] += 1
@@ -235,8 +244,8 @@ class SlotFiller:
                 if any(used[i:i + n]):
                     continue
                 cand = " ".join(words[i:i + n])
-                if cand == phrase or (not exact and len(phrase) >= 4
-                                      and fuzz.ratio(cand, phrase) >= self.fuzzy_cutoff):
+                if cand == phrase or (not exact and len(phrase) >= 4 and _close(cand, phrase,
+                                                                                self.fuzzy_cutoff)):
                     yield phrase, i, n
 
     def _reliable(self, intent: str, phrase: str) -> bool:
@@ -300,9 +309,17 @@ class SlotFiller:
 _DIGIT_LETTER = re.compile(r"(?<=\d)(?=[a-z])")
 
 
+_HALF = re.compile(r"\b1 (?:divided by|minus|slash|over|-) 2\b")
+_TENS_UNITS = re.compile(r"\b([2-9]0) ([1-9])\b")
+
+
 def _words(text: str) -> list[str]:
-    """Normalized words, a unit glued to a number split off ("3900k" -> "3900 k")."""
-    return _DIGIT_LETTER.sub(" ", normalize_text(text)).split()
+    """Normalized words, a unit glued to a number split off ("3900k" -> "3900 k"), "1/2"
+    read as "half", and a recognizer's "70 8" joined to "78"."""
+    t = _DIGIT_LETTER.sub(" ", normalize_text(text.replace("-", " - ")))
+    t = _HALF.sub("half", t)
+    t = _TENS_UNITS.sub(lambda m: str(int(m.group(1)) + int(m.group(2))), t)
+    return t.split()
 
 
 def _unit(word: str) -> str:
