@@ -1,87 +1,221 @@
-"""Local LLM benchmark: build time, size on disk, TTFT, decode tok/s, peak RSS, fidelity.
+"""Local LLM benchmark: this engine vs llama.cpp on the same GGUF, side by side.
 
-    python benchmarks/llm_bench.py --gguf PATH [--model-dir DIR] [--threads 2] [--runs 5]
+    edge-runtime bench llm [--gguf PATH] [--model-dir DIR] [--threads 2] [--runs 7]
+                           [--decode-tokens 64] [--batching 1,2,4,8,16] [--no-llama-cpp]
+                           [--no-fidelity] [--llama-spin] [--json]
 
-Builds into a temporary directory unless --model-dir holds a built model. Prints one JSON
-object. Figures are medians over --runs; this machine is noisy, so compare back to back.
+Each engine runs in its own worker process (clean peak RSS); their runs are interleaved
+(A B, B A, ...) so machine noise hits both, and figures are medians of ``--runs`` paired
+runs: TTFT for a ~50-token prompt with a cold cache ("ttft_ms") and with the system prompt
+cached ("ttft_ms_prefix_cached": the same prompt again, both engines reuse the prefix),
+greedy decode tok/s, peak RSS (VmHWM, before the fidelity and batching phases), top-1
+agreement with the fp32 numpy reference of the GGUF (teacher-forced; llama.cpp's own
+logits with ``logits_all=True``). Then aggregate throughput of N concurrent sessions with
+micro-batching (:class:`BatchingEngine`) and without (the plain engine serialises them).
+Ratios are ours / llama.cpp. Without --json a short table is printed.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from edge_runtime.llm import load_engine
-from edge_runtime.types import GenerationParams, Message
+import numpy as np
 
+HERE = Path(__file__).resolve().parent
 SYSTEM = ("You are a helpful voice assistant. Answer in one to three short, plain sentences "
           "that sound natural when spoken aloud.")
 QUESTION = "Why is the sky blue? Please explain it simply."   # ~50 tokens with the template
+QUESTIONS = ["Why is the sky blue?", "Name three colours.", "What is the capital of France?",
+             "Tell me a joke about cats.", "How do plants grow?", "What makes it rain?",
+             "Who wrote Hamlet?", "What is two plus two?", "How far is the Moon?",
+             "What do bees eat?", "Why do we sleep?", "What is a volcano?",
+             "How does a rainbow form?", "What is the biggest ocean?", "Why is the sea salty?",
+             "How do birds fly?"]
+MODEL = "smollm2-135m-instruct"
 
 
-def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gguf", type=Path, required=True)
-    ap.add_argument("--model-dir", type=Path)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--decode-tokens", type=int, default=64)
-    ap.add_argument("--accuracy-level", type=int, default=1)
-    ap.add_argument("--no-fidelity", action="store_true")
-    args = ap.parse_args(argv)
-    out: dict = {}
-    model_dir = args.model_dir
-    if model_dir is None or not (model_dir / "model.onnx").is_file():
-        # build in a child process so its peak memory is measured apart from the engine's
-        model_dir = model_dir or Path(tempfile.mkdtemp(prefix="llm_bench_"))
-        code = ("import sys; from pathlib import Path; "
-                "from edge_runtime.models.gguf2onnx import build_llm; "
-                "build_llm(Path(sys.argv[1]), Path(sys.argv[2]), accuracy_level=int(sys.argv[3]))")
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code, str(args.gguf), str(model_dir),
-                        str(args.accuracy_level)], check=True)
-        out["build_s"] = round(time.perf_counter() - t, 2)
-        out["build_peak_rss_mb"] = round(
-            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
-        out["accuracy_level"] = args.accuracy_level
-    out["disk_mb"] = round(sum(p.stat().st_size for p in model_dir.iterdir()
-                               if p.is_file()) / 1e6, 1)
-    t = time.perf_counter()
-    eng = load_engine(model_dir, providers=("cpu",), threads=args.threads)
-    out["load_s"] = round(time.perf_counter() - t, 2)
+class Worker:
+    """A benchmark worker process speaking one JSON line per command."""
+
+    def __init__(self, kind: str, spec: dict, spin: bool = False) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(HERE.parent)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        if kind == "llama_cpp" and not spin:
+            # llama.cpp's OpenMP threads spin between ops by default; on a shared 2-core box
+            # that made its 2-thread run 25-50x slower (7.5 s TTFT). Ours never spins
+            # (session.intra_op.allow_spinning=0), so give both the same policy.
+            env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        self.kind = kind
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "llm_bench_workers.py"), kind, json.dumps(spec)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self._read()
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"benchmark worker {self.kind} exited (rc {self.proc.wait()})")
+        return json.loads(line)
+
+    def ask(self, **cmd) -> dict:
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        try:
+            self.ask(cmd="quit")
+        except (RuntimeError, BrokenPipeError, ValueError):
+            pass
+        self.proc.wait(timeout=30)
+
+
+def _default_paths() -> tuple[Path | None, Path | None]:
+    try:
+        from edge_runtime.config import load_config
+        from edge_runtime.models.store import ModelStore
+        store = ModelStore(load_config(env={}))
+        return store.file_path(MODEL), store.built_dir(MODEL)
+    except Exception:  # no config or manifest: the user passes --gguf/--model-dir
+        return None, None
+
+
+def _spec(args: argparse.Namespace) -> dict:
+    from tokenizers import Tokenizer
+
+    from edge_runtime.llm import load_engine
+    from edge_runtime.models.gguf2onnx.gguf_weights import read_gguf
+    from edge_runtime.models.gguf2onnx.reference import DEFAULT_TEXT, reference_logits
+    from edge_runtime.types import Message
+
+    eng = load_engine(args.model_dir, providers=("cpu",), threads=1, context_tokens=64)
     msgs = [Message("system", SYSTEM), Message("user", QUESTION)]
-    out["prompt_tokens"] = eng.prompt_tokens(msgs)
-    ttft, tps = [], []
-    fixed = GenerationParams(temperature=0.0, repetition_penalty=1.0, stop_at_sentence=0,
-                             max_new_tokens=args.decode_tokens)
-    for i in range(args.runs + 1):
-        list(eng.generate(msgs, fixed))
-        if i == 0:
-            continue   # warm-up
-        st = eng.last_stats
-        ttft.append(st["ttft_s"])
-        if st["decode_tok_s"]:
-            tps.append(st["decode_tok_s"])
-    out["ttft_ms_median"] = round(statistics.median(ttft) * 1e3, 1)
-    out["decode_tok_s_median"] = round(statistics.median(tps), 1)
-    out["decode_tokens"] = eng.last_stats["new_tokens"]
-    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    spec = {"gguf": str(args.gguf), "model_dir": str(args.model_dir), "threads": args.threads,
+            "decode_tokens": args.decode_tokens, "n_ctx": 2048,
+            "messages": [[m.role, m.content] for m in msgs],
+            "prompt_ids": eng.prompt.tokens(msgs), "questions": QUESTIONS,
+            "stop_ids": sorted(eng._vocab.stop_ids)}
+    del eng
     if not args.no_fidelity:
-        from edge_runtime.models.gguf2onnx import check_fidelity
+        ids = Tokenizer.from_file(str(args.model_dir / "tokenizer.json")).encode(DEFAULT_TEXT).ids
+        ref = reference_logits(read_gguf(args.gguf), ids).argmax(-1)
+        path = Path(tempfile.mkdtemp(prefix="llm_bench_")) / "reference_argmax.npy"
+        np.save(path, ref)
+        spec.update(fidelity_ids=ids, reference_argmax=str(path))
+    return spec
 
-        out["fidelity"] = check_fidelity(args.gguf, model_dir)
+
+def _median(runs: list[dict], key: str) -> float | None:
+    vals = [r[key] for r in runs if r.get(key) is not None]
+    return round(statistics.median(vals), 2) if vals else None
+
+
+def _ratio(a, b) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
+def bench(args: argparse.Namespace) -> dict:
+    spec = _spec(args)
+    workers = {"ours": Worker("ours", spec)}
+    if not args.no_llama_cpp:
+        workers["llama_cpp"] = Worker("llama_cpp", spec, spin=args.llama_spin)
+    cold: dict[str, list[dict]] = {k: [] for k in workers}
+    warm: dict[str, list[dict]] = {k: [] for k in workers}
+    try:
+        for i in range(args.runs):
+            order = list(workers) if i % 2 == 0 else list(reversed(workers))
+            for k in order:
+                cold[k].append(workers[k].ask(cmd="run", cold=True))
+            for k in order:
+                warm[k].append(workers[k].ask(cmd="run", cold=False))
+        out: dict = {}
+        for k, w in workers.items():
+            out[k] = {"ttft_ms": _median(cold[k], "ttft_ms"),
+                      "ttft_ms_prefix_cached": _median(warm[k], "ttft_ms"),
+                      "decode_tps": _median(cold[k] + warm[k], "decode_tps"),
+                      "new_tokens": _median(cold[k], "new_tokens"),
+                      "prompt_tokens": cold[k][0]["prompt_tokens"],
+                      "peak_rss_mb": w.ask(cmd="rss")["peak_rss_mb"]}
+        if args.batching:
+            ours = workers["ours"]
+            out["batching"] = {str(n): round(ours.ask(cmd="batch", n=n, batched=True)["tps"], 1)
+                               for n in args.batching}
+            out["no_batching"] = {str(n): round(ours.ask(cmd="batch", n=n, batched=False)["tps"], 1)
+                                  for n in args.batching if n in (1, max(args.batching))}
+            out["ours"]["peak_rss_mb_after_batching"] = ours.ask(cmd="rss")["peak_rss_mb"]
+        if not args.no_fidelity:
+            for k, w in workers.items():
+                out[k]["top1_agreement"] = round(w.ask(cmd="fidelity")["top1_agreement"], 4)
+    finally:
+        for w in workers.values():
+            w.close()
+    if "llama_cpp" in out:
+        a, b = out["ours"], out["llama_cpp"]
+        out["ratios"] = {"decode_tps": _ratio(a["decode_tps"], b["decode_tps"]),
+                         "ttft": _ratio(a["ttft_ms"], b["ttft_ms"]),
+                         "ttft_prefix_cached": _ratio(a["ttft_ms_prefix_cached"],
+                                                      b["ttft_ms_prefix_cached"]),
+                         "peak_rss": _ratio(a["peak_rss_mb"], b["peak_rss_mb"])}
+    if "batching" in out and out["batching"].get("1"):
+        out["batching_speedup"] = {n: round(v / out["batching"]["1"], 2)
+                                   for n, v in out["batching"].items()}
+    out["runs"] = args.runs
     out["threads"] = args.threads
+    out["model_dir"] = str(args.model_dir)
     out["load_avg_1m"] = round(os.getloadavg()[0], 2)   # other work on the box skews timings
-    print(json.dumps(out))
     return out
 
 
+def _table(out: dict) -> str:
+    rows = ["engine      ttft_ms  cached_ms  decode_tps  peak_rss_mb  top1"]
+    for k in ("ours", "llama_cpp"):
+        if k in out:
+            r = out[k]
+            rows.append(f"{k:<10} {r['ttft_ms']!s:>8} {r['ttft_ms_prefix_cached']!s:>10} "
+                        f"{r['decode_tps']!s:>11} {r['peak_rss_mb']!s:>12} "
+                        f"{r.get('top1_agreement', '-')!s:>5}")
+    for key in ("ratios", "batching", "no_batching", "batching_speedup"):
+        if key in out:
+            rows.append(f"{key}: {json.dumps(out[key])}")
+    rows.append(f"load average {out['load_avg_1m']} (other work on the box skews timings)")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    gguf, model_dir = _default_paths()
+    ap = argparse.ArgumentParser(prog="edge-runtime bench llm",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--gguf", type=Path, default=gguf)
+    ap.add_argument("--model-dir", type=Path, default=model_dir)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--decode-tokens", type=int, default=64)
+    ap.add_argument("--batching", default="1,2,4,8,16",
+                    help="concurrent session counts for the throughput sweep ('' = skip)")
+    ap.add_argument("--no-llama-cpp", action="store_true")
+    ap.add_argument("--llama-spin", action="store_true",
+                    help="let llama.cpp's OpenMP threads spin (default: OMP_WAIT_POLICY=PASSIVE)")
+    ap.add_argument("--no-fidelity", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    args.batching = [int(x) for x in args.batching.split(",") if x.strip()]
+    for what, p, name in (("GGUF", args.gguf, "--gguf"),
+                          ("built model", args.model_dir and args.model_dir / "model.onnx",
+                           "--model-dir")):
+        if p is None or not Path(p).is_file():
+            print(f"{what} not found ({p}); pass {name} or run `edge-runtime models pull` "
+                  f"and `edge-runtime models build`", file=sys.stderr)
+            return 2
+    out = bench(args)
+    print(json.dumps(out) if args.json else _table(out))
+    return 0
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

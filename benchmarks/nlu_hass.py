@@ -3,7 +3,7 @@
     python -m benchmarks.nlu_hass prepare --work DIR [--per-template 8] [--test-per-template 2]
     python -m edge_runtime.nlu.cli train --data DIR/train.jsonl --out DIR/model --max-minutes 10
     python -m benchmarks.nlu_asr --data DIR/test.jsonl --out DIR/asr.jsonl --limit 300
-    python -m benchmarks.nlu_hass eval --work DIR [--json]
+    python -m benchmarks.nlu_hass eval --work DIR [--asr FILE] [--json]
 
 ``prepare`` samples the English templates (hassil 3.12.1, home-assistant-intents
 2026.10.27) into a training set (seed 1) and a held-out test set (seed 2, sentences of the
@@ -62,7 +62,7 @@ def _score(rows: list[tuple[Example, str]], parse) -> dict:
             "latency_ms": percentiles_ms(times), "misses": misses}
 
 
-def evaluate(work: Path, model_dir: Path) -> dict:
+def evaluate(work: Path, model_dir: Path, asr: Path | None = None) -> dict:
     hass = HassData()
     train = [r for r in read_jsonl(work / "train.jsonl") if r.intent != "oos"]
     filler = SlotFiller(hass, train)
@@ -73,8 +73,9 @@ def evaluate(work: Path, model_dir: Path) -> dict:
         return name, (filler.fill(name, text) if name != "oos" else ())
 
     sets = {"text": [(r, r.text) for r in read_jsonl(work / "test.jsonl")]}
-    if (work / "asr.jsonl").is_file():
-        asr_rows = [json.loads(line) for line in (work / "asr.jsonl").read_text().splitlines() if line]
+    asr = asr or work / "asr.jsonl"
+    if asr.is_file():
+        asr_rows = [json.loads(line) for line in asr.read_text().splitlines() if line]
         gold = [Example(o["reference"], o["intent"], tuple(sorted(o["slots"].items())))
                 for o in asr_rows]
         sets["asr_sentences_as_text"] = [(g, g.text) for g in gold]
@@ -99,12 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-template", type=int, default=8)
     ap.add_argument("--test-per-template", type=int, default=2)
     ap.add_argument("--clinc-train", type=Path, default=CLINC_TRAIN)
+    ap.add_argument("--asr", type=Path, help="transcripts (default WORK/asr.jsonl)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.action == "prepare":
         out = prepare(args.work, args.per_template, args.test_per_template, args.clinc_train)
     else:
-        out = evaluate(args.work, args.model or args.work / "model")
+        out = evaluate(args.work, args.model or args.work / "model", args.asr)
     if args.json or args.action != "eval":
         print(json.dumps(out, indent=None if args.json else 1))
     else:

@@ -9,16 +9,16 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ModelLoadError, ModelMissingError
 from ..types import CancelToken, GenerationParams, Message
 from .prompt import ChatPrompt
-from .providers import BUILD_HINT, open_session
+from .providers import BUILD_HINT, OpenedSession, open_session, trt_profiles
 from .decode import Vocabulary, decode_stream, new_stats
-from .runner import KvRunner
+from .runner import PREFILL_CHUNK, KvRunner
 from .text_stream import byte_level_to_bytes
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,13 @@ CONFIG_KEYS = ("model_file", "num_layers", "num_key_value_heads", "head_dim", "v
 class OnnxLlmEngine:
     """Implements :class:`edge_runtime.llm.base.LlmEngine` on onnxruntime.
 
+    ``session_factory`` (default :func:`open_session`) opens the onnxruntime session for a
+    provider list; tests pass a fake to make a provider fail at load or mid-generation.
+
+    With ``reuse_prefix`` (default) a prompt that starts like the previous one (the same
+    system prompt, the same conversation plus a new turn) keeps that prefix's KV cache and
+    prefills only the new tokens (greedy output is unchanged at accuracy_level 1).
+
     ``context_tokens`` caps the KV cache (memory: layers x 2 x kv_heads x head_dim x 4 bytes
     per token: 45 KiB/token for SmolLM2-135M, committed as it fills). ``last_stats`` holds the figures of the most
     recent ``generate``: prompt_tokens, new_tokens, ttft_s, decode_tok_s, stop_reason, device.
@@ -38,7 +45,12 @@ class OnnxLlmEngine:
 
     def __init__(self, model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
                  threads: int = 2, model_name: str = "", context_tokens: int = 2048,
-                 engine_cache_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
+                 engine_cache_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK,
+                 reuse_prefix: bool = True, max_batch: int = 1,
+                 session_factory: Callable[..., OpenedSession] = open_session) -> None:
+        self.reuse_prefix = reuse_prefix
+        self._session_factory = session_factory
+        self._max_batch = max_batch
         self.model_dir = Path(model_dir)
         self.cfg = _load_config(self.model_dir)
         self.model_name = model_name or self.cfg.get("name", "") or self.model_dir.name
@@ -90,7 +102,9 @@ class OnnxLlmEngine:
             if not f.is_file():
                 raise ModelMissingError(f"LLM model file missing: {f}", hint=BUILD_HINT)
         while True:
-            opened = open_session(path, names, self.threads, self._cache_dir)
+            opened = self._session_factory(
+                path, names, self.threads, self._cache_dir,
+                trt_profiles(self.cfg, self.max_len, self._max_batch, PREFILL_CHUNK))
             runner = KvRunner(opened, self.cfg, self.max_len)
             try:
                 # warm-up: first-run allocations and weight page-ins happen here, not in the
@@ -117,9 +131,14 @@ class OnnxLlmEngine:
 
     def _feed(self, ids: list[int], history: list[int]):
         """Feed ``ids``; on a provider failure reopen on the next one and replay ``history``
-        (all tokens the cache should hold afterwards)."""
+        (all tokens the cache should hold afterwards). The prompt (``ids is history``'s
+        first call: the cache is then expected to hold exactly ``ids``) reuses a cached prefix."""
         while True:
             try:
+                if len(ids) == len(history) and self.reuse_prefix:
+                    logits = self._runner.feed_prompt(ids)
+                    self.last_stats["cached_prompt_tokens"] = self._runner.reused
+                    return logits
                 return self._runner.feed(ids)
             except (ValueError, MemoryError):
                 raise
@@ -136,7 +155,8 @@ class OnnxLlmEngine:
         stats = new_stats(len(ids), self.device)
         stats["dropped_messages"] = dropped
         self.last_stats = stats
-        self._runner.reset()
+        if not self.reuse_prefix:
+            self._runner.reset()
         try:
             yield from decode_stream(self._feed, ids, params, self._vocab,
                                      max_new_tokens=min(max_new, self.max_len - len(ids)),
@@ -176,12 +196,22 @@ def _load_tokenizer(model_dir: Path):
 
 def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
                 threads: int = 2, model_name: str = "", context_tokens: int = 2048,
-                engine_cache_dir: Path | None = None) -> OnnxLlmEngine:
+                engine_cache_dir: Path | None = None, max_batch: int = 1,
+                reuse_prefix: bool = True):
     """Open the model built by ``edge-runtime models build`` in ``model_dir``.
 
-    Raises ModelMissingError (files absent) or ModelLoadError (corrupt or mismatched files);
-    both carry a hint naming ``edge-runtime models build``.
+    ``max_batch`` > 1 returns a :class:`~edge_runtime.llm.batching.BatchingEngine` (same
+    interface, safe to call from many threads; concurrent sessions decode in batched steps
+    of up to ``max_batch`` rows, 1..16). Raises ModelMissingError (files absent) or
+    ModelLoadError (corrupt or mismatched files); both carry a hint naming
+    ``edge-runtime models build``.
     """
-    return OnnxLlmEngine(Path(model_dir), providers=providers, threads=threads,
-                         model_name=model_name, context_tokens=context_tokens,
-                         engine_cache_dir=engine_cache_dir)
+    engine = OnnxLlmEngine(Path(model_dir), providers=providers, threads=threads,
+                           model_name=model_name, context_tokens=context_tokens,
+                           engine_cache_dir=engine_cache_dir, reuse_prefix=reuse_prefix,
+                           max_batch=max_batch)
+    if max_batch <= 1:
+        return engine
+    from .batching import BatchingEngine
+
+    return BatchingEngine(engine, max_batch=max_batch)

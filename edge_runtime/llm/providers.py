@@ -47,17 +47,48 @@ def available(names: Sequence[str]) -> list[str]:
     return out
 
 
-def _provider_list(name: str, cache_dir: Path | None) -> list[Any]:
+def trt_profiles(cfg: dict, max_len: int, max_batch: int = 1,
+                 prefill_chunk: int = 64) -> dict[str, str]:
+    """TensorRT explicit shape profiles (min / opt / max) for every decoder input.
+
+    The KV buffers are bound whole ([B, kv_heads, max_len + 1, head_dim]: the engine's
+    cache, shared past/present), tokens come 1..``prefill_chunk`` per call and batches
+    1..``max_batch`` rows, so one profile covers prefill and decode without rebuilds."""
+    kv, hd, cap = int(cfg["num_key_value_heads"]), int(cfg["head_dim"]), int(max_len) + 1
+    b, s = max(1, int(max_batch)), int(prefill_chunk)
+    shapes = {"min": {"input_ids": (1, 1), "position_ids": (1, 1), "attention_mask": (1, 1)},
+              "opt": {"input_ids": (1, 1), "position_ids": (1, 1),
+                      "attention_mask": (1, min(cap, 256))},
+              "max": {"input_ids": (b, s), "position_ids": (b, s), "attention_mask": (b, cap)}}
+    past = {"min": (1, kv, 1, hd), "opt": (1, kv, cap, hd), "max": (b, kv, cap, hd)}
+    out = {}
+    for level in ("min", "opt", "max"):
+        items = dict(shapes[level])
+        for i in range(int(cfg["num_layers"])):
+            for kind in ("key", "value"):
+                items[f"past_key_values.{i}.{kind}"] = past[level]
+        out[f"trt_profile_{level}_shapes"] = ",".join(
+            f"{k}:{'x'.join(str(d) for d in v)}" for k, v in items.items())
+    return out
+
+
+def _provider_list(name: str, cache_dir: Path | None,
+                   profiles: dict[str, str] | None = None) -> list[Any]:
+    """The onnxruntime providers argument for ``name``: TensorRT (FP16, engine and timing
+    cache on disk, explicit shape profiles) over CUDA over CPU, CUDA over CPU, or CPU."""
     if name == "tensorrt":
         opts: dict[str, Any] = {"trt_fp16_enable": True}
         if cache_dir is not None:
             cache_dir.mkdir(parents=True, exist_ok=True)
             opts.update(trt_engine_cache_enable=True, trt_engine_cache_path=str(cache_dir),
                         trt_timing_cache_enable=True, trt_timing_cache_path=str(cache_dir))
+        if profiles:
+            opts.update(profiles)
         return [("TensorrtExecutionProvider", opts), "CUDAExecutionProvider",
                 "CPUExecutionProvider"]
     if name == "cuda":
-        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+        return [("CUDAExecutionProvider", {"arena_extend_strategy": "kSameAsRequested"}),
+                "CPUExecutionProvider"]
     return ["CPUExecutionProvider"]
 
 
@@ -77,7 +108,8 @@ def session_options(threads: int) -> Any:
 
 
 def open_session(model_path: Path, names: Sequence[str], threads: int,
-                 cache_dir: Path | None = None) -> OpenedSession:
+                 cache_dir: Path | None = None,
+                 profiles: dict[str, str] | None = None) -> OpenedSession:
     """Try each provider in order; return the first session whose first provider is the
     requested one. Raise ModelLoadError when the file itself cannot be loaded on CPU."""
     import onnxruntime as ort
@@ -87,7 +119,7 @@ def open_session(model_path: Path, names: Sequence[str], threads: int,
     for i, name in enumerate(order):
         try:
             sess = ort.InferenceSession(str(model_path), session_options(threads),
-                                        providers=_provider_list(name, cache_dir))
+                                        providers=_provider_list(name, cache_dir, profiles))
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
             last_exc = exc
             log.warning("provider %s failed to load %s: %s", name, model_path.name, exc)

@@ -47,6 +47,8 @@ class KvRunner:
         self._mask = np.ones((1, self.max_len), np.int64)
         self._logits = np.zeros((1, PREFILL_CHUNK, self.vocab), np.float32)
         self.length = 0  # tokens currently in the cache
+        self.tokens: list[int] = []  # the ids the cache holds (for prefix reuse)
+        self.reused = 0              # prompt tokens the last feed_prompt kept from the cache
         self._io = self.sess.io_binding()
         # logits first: outputs come back in binding order
         self._bind_logits(1)
@@ -86,6 +88,21 @@ class KvRunner:
 
     def reset(self) -> None:
         self.length = 0
+        self.tokens = []
+
+    def feed_prompt(self, ids: Any) -> np.ndarray:
+        """Make the cache hold exactly ``ids``: keep the prefix it shares with what the cache
+        holds (a system prompt, earlier turns of the conversation) and feed only the rest
+        (at least one token, for fresh logits). Returns the logits [V] of the last token."""
+        ids = [int(t) for t in ids]
+        keep = 0
+        n = min(len(ids) - 1, self.length)
+        while keep < n and self.tokens[keep] == ids[keep]:
+            keep += 1
+        self.length = keep
+        self.reused = keep
+        del self.tokens[keep:]
+        return self.feed(ids[keep:])
 
     def feed(self, ids: Any) -> np.ndarray:
         """Append ``ids`` (one or more tokens) to the cache; return logits [V] of the last."""
@@ -101,5 +118,6 @@ class KvRunner:
             self._bind_step(s, self.length)
             self.sess.run_with_iobinding(self._io)
             self.length += s
+            self.tokens.extend(int(t) for t in ids[done:done + s])
             done += s
         return self._logits[0, s - 1]

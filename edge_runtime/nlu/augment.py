@@ -27,6 +27,9 @@ _HOMOPHONES = {
     "for the": ("for",), "in": ("and",), "and": ("in",), "a": ("the",), "the": ("a",),
     "lights": ("light",), "light": ("lights",), "turn": ("turned",), "off": ("of",),
     "on": ("and",), "set": ("said",), "timer": ("time",), "alarm": ("alarms",),
+    "add": ("at", "and"), "pause": ("plus", "pose", "paws"), "lower": ("or", "lore"),
+    "floor": ("four", "for"), "fan": ("van", "fun"), "lamp": ("lamb", "clamp"),
+    "stop": ("top",), "all": ("ill", "or"), "lamps": ("lance", "lumps"),
 }
 _DROPPABLE = frozenset({"the", "a", "an", "please", "to", "of", "my", "me", "is", "can", "you",
                         "i", "do", "for", "in", "on", "hey", "just", "that"})

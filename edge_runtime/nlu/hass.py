@@ -24,6 +24,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from .augment import digits_to_words
 from .datasets import Example
 from .numbers import parse_number
 from .text import normalize_text
@@ -161,9 +162,11 @@ def _close(cand: str, phrase: str, cutoff: float) -> bool:
     """Recognition-error match of two phrases with the same number of words: similar
     spelling overall ("ground force" ~ "ground floor", "gait" ~ "gate") and word by word
     (so "our lamps" is not "floor lamp")."""
-    if cand[:1] != phrase[:1] or fuzz.ratio(cand, phrase) < cutoff:
+    cand = digits_to_words(cand)                 # "ground 4" ~ "ground four" ~ "ground floor"
+    if len(cand.split()) != len(phrase.split()) or fuzz.ratio(cand, phrase) < cutoff:
         return False
-    return all(fuzz.ratio(a, b) >= 60 for a, b in zip(cand.split(), phrase.split()))
+    return all(fuzz.ratio(a, b) >= 60 and abs(len(a) - len(b)) <= 2
+               for a, b in zip(cand.split(), phrase.split()))
 
 
 def _fits(context: dict | None, need: dict | None) -> bool:
@@ -310,14 +313,17 @@ _DIGIT_LETTER = re.compile(r"(?<=\d)(?=[a-z])")
 
 
 _HALF = re.compile(r"\b1 (?:divided by|minus|slash|over|-) 2\b")
+_POINT_FIVE = re.compile(r"\b(\d+)\.5 (hour|minute|second)")     # a recognizer's "9.5 minutes"
 _TENS_UNITS = re.compile(r"\b([2-9]0) ([1-9])\b")
 
 
 def _words(text: str) -> list[str]:
     """Normalized words, a unit glued to a number split off ("3900k" -> "3900 k"), "1/2"
-    read as "half", and a recognizer's "70 8" joined to "78"."""
+    read as "half", a recognizer's "9.5 minutes" as "9 and a half minutes" and its "70 8"
+    joined to "78"."""
     t = _DIGIT_LETTER.sub(" ", normalize_text(text.replace("-", " - ")))
     t = _HALF.sub("half", t)
+    t = _POINT_FIVE.sub(r"\1 and a half \2", t)
     t = _TENS_UNITS.sub(lambda m: str(int(m.group(1)) + int(m.group(2))), t)
     return t.split()
 
