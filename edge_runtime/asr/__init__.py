@@ -4,9 +4,7 @@ Backends are imported only when chosen; a missing one fails with an install hint
 """
 from __future__ import annotations
 
-import importlib.util
-
-from ..errors import ConfigError
+from ..optional import installed_backends, require_backend
 from .base import AsrEngine, AsrError, AsrStream, BufferedStream, Transcript
 
 BACKENDS = {
@@ -17,7 +15,7 @@ BACKENDS = {
 
 
 def available_backends() -> list[str]:
-    return [b for b, (mod, _) in BACKENDS.items() if importlib.util.find_spec(mod) is not None]
+    return installed_backends(BACKENDS)
 
 
 def load_asr(backend: str = "whisper", *, model_dir: str = "", threads: int = 2,
@@ -25,12 +23,7 @@ def load_asr(backend: str = "whisper", *, model_dir: str = "", threads: int = 2,
              grammar: list[str] | None = None) -> AsrEngine:
     """Build the chosen engine (loads the model: call off the event loop). ``grammar``
     (vosk only) limits recognition to those phrases."""
-    if backend not in BACKENDS:
-        raise ConfigError(f"asr.backend {backend!r} is unknown",
-                          hint=f"choose one of {', '.join(BACKENDS)}")
-    module, hint = BACKENDS[backend]
-    if importlib.util.find_spec(module) is None:
-        raise ConfigError(f"ASR backend {backend!r} needs the {module} package", hint=hint)
+    require_backend("asr.backend", BACKENDS, backend)
     if backend == "whisper":
         from .whisper import WhisperAsr
         return WhisperAsr(model_dir or None, threads=threads, beam_size=beam_size,

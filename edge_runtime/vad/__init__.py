@@ -2,9 +2,7 @@
 endpointer that turns per-frame probabilities into utterances."""
 from __future__ import annotations
 
-import importlib.util
-
-from ..errors import ConfigError
+from ..optional import installed_backends, require_backend
 from .base import VadEngine, VadError
 from .endpointer import (Endpointer, EndpointConfig, SpeechAudio, SpeechEnd, SpeechPause,
                          SpeechResume, SpeechStart)
@@ -17,12 +15,7 @@ BACKENDS = {"silero": ("onnxruntime", "pip install onnxruntime && pip install --
 def load_vad(backend: str = "silero", *, model_path: str = "", threads: int = 1,
              aggressiveness: int = 2) -> VadEngine:
     """Build the chosen engine; its module is imported only when chosen."""
-    if backend not in BACKENDS:
-        raise ConfigError(f"vad.backend {backend!r} is unknown",
-                          hint=f"choose one of {', '.join(BACKENDS)}")
-    module, hint = BACKENDS[backend]
-    if importlib.util.find_spec(module) is None:
-        raise ConfigError(f"VAD backend {backend!r} needs the {module} package", hint=hint)
+    require_backend("vad.backend", BACKENDS, backend)
     if backend == "silero":
         from .silero import SileroVad
         return SileroVad(model_path or None, threads=threads)

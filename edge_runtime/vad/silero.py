@@ -21,16 +21,8 @@ FRAME, CONTEXT, RATE = 512, 64, 16_000
 
 def default_model_path() -> Path | None:
     """The pulled model (`models pull`), else the one in an installed ``silero-vad`` package."""
-    import importlib.util
-
-    from ..models.store import pulled_path
-    if (p := pulled_path("silero-vad", "silero_vad.onnx")) is not None:
-        return p
-    spec = importlib.util.find_spec("silero_vad")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    p = Path(spec.submodule_search_locations[0]) / "data" / "silero_vad.onnx"
-    return p if p.is_file() else None
+    from ..optional import model_file
+    return model_file("silero-vad", "silero_vad.onnx", "silero_vad", "data")
 
 
 class _Model:
