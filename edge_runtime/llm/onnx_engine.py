@@ -39,8 +39,9 @@ class OnnxLlmEngine:
     prefills only the new tokens (greedy output is unchanged at accuracy_level 1).
 
     ``context_tokens`` caps the KV cache (memory: layers x 2 x kv_heads x head_dim x 4 bytes
-    per token: 45 KiB/token for SmolLM2-135M, committed as it fills). ``last_stats`` holds the figures of the most
-    recent ``generate``: prompt_tokens, new_tokens, ttft_s, decode_tok_s, stop_reason, device.
+    per token: 45 KiB/token for SmolLM2-135M). ``last_stats`` holds the figures of the
+    most recent ``generate``: prompt_tokens, cached_prompt_tokens, new_tokens, ttft_s,
+    decode_tok_s, stop_reason, device.
     """
 
     def __init__(self, model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
@@ -197,12 +198,14 @@ def _load_tokenizer(model_dir: Path):
 def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
                 threads: int = 2, model_name: str = "", context_tokens: int = 2048,
                 engine_cache_dir: Path | None = None, max_batch: int = 1,
-                reuse_prefix: bool = True):
+                batch_context_tokens: int = 1024, reuse_prefix: bool = True):
     """Open the model built by ``edge-runtime models build`` in ``model_dir``.
 
     ``max_batch`` > 1 returns a :class:`~edge_runtime.llm.batching.BatchingEngine` (same
     interface, safe to call from many threads; concurrent sessions decode in batched steps
-    of up to ``max_batch`` rows, 1..16). Raises ModelMissingError (files absent) or
+    of up to ``max_batch`` rows, 1..16; each session's prompt + answer is capped at
+    ``batch_context_tokens``, and the KV memory is up to max_batch x batch_context_tokens x
+    45 KiB for SmolLM2-135M). Raises ModelMissingError (files absent) or
     ModelLoadError (corrupt or mismatched files); both carry a hint naming
     ``edge-runtime models build``.
     """
@@ -214,4 +217,5 @@ def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cud
         return engine
     from .batching import BatchingEngine
 
-    return BatchingEngine(engine, max_batch=max_batch)
+    return BatchingEngine(engine, max_batch=max_batch,
+                          context_tokens=min(context_tokens, batch_context_tokens))

@@ -34,6 +34,7 @@ class KvRunner:
         self.max_len = int(max_len)
         self.n_layers = int(cfg["num_layers"])
         self.vocab = int(cfg["vocab_size"])
+        self.last_only = cfg.get("logits", "all") == "last"   # logits [1,1,V] vs [1,S,V]
         self._check_io(cfg)
         # The KV cache lives in host memory on every provider: this fp32 model's
         # GroupQueryAttention has no CUDA kernel (fp16/bf16 only), so it runs on the CPU EP
@@ -72,8 +73,8 @@ class KvRunner:
                                  hint=BUILD_HINT)
 
     def _bind_logits(self, s: int) -> None:
-        self._io.bind_output("logits", "cpu", 0, np.float32, [1, s, self.vocab],
-                             self._logits.ctypes.data)
+        self._io.bind_output("logits", "cpu", 0, np.float32,
+                             [1, 1 if self.last_only else s, self.vocab], self._logits.ctypes.data)
 
     def _bind_step(self, s: int, start: int) -> None:
         io = self._io
@@ -120,4 +121,4 @@ class KvRunner:
             self.length += s
             self.tokens.extend(int(t) for t in ids[done:done + s])
             done += s
-        return self._logits[0, s - 1]
+        return self._logits[0, 0 if self.last_only else s - 1]

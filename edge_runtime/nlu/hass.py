@@ -165,7 +165,7 @@ def _close(cand: str, phrase: str, cutoff: float) -> bool:
     cand = digits_to_words(cand)                 # "ground 4" ~ "ground four" ~ "ground floor"
     if len(cand.split()) != len(phrase.split()) or fuzz.ratio(cand, phrase) < cutoff:
         return False
-    return all(fuzz.ratio(a, b) >= 60 and abs(len(a) - len(b)) <= 2
+    return all(fuzz.ratio(a, b) >= 50 and abs(len(a) - len(b)) <= 2
                for a, b in zip(cand.split(), phrase.split()))
 
 

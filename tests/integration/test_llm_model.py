@@ -171,3 +171,44 @@ def test_missing_onnx_file_raises_model_missing(llm_model_dir, tmp_path):
         shutil.copy(llm_model_dir / f, d / f)
     with pytest.raises(ModelMissingError):
         load_engine(d, providers=("cpu",))
+
+
+def test_concurrent_batched_sessions_match_sequential_greedy(llm_engine):
+    import threading
+
+    from edge_runtime.llm.batching import BatchingEngine
+
+    qs = ["Name three colours.", "What is the capital of France?", "Why do we sleep?"]
+    p = GenerationParams(temperature=0.0, max_new_tokens=16, stop_at_sentence=0)
+    want = ["".join(llm_engine.generate([SYSTEM, Message("user", q)], p)) for q in qs]
+    eng = BatchingEngine(llm_engine, max_batch=4)
+    got: dict[int, str] = {}
+    threads = [threading.Thread(target=lambda i=i: got.__setitem__(
+        i, "".join(eng.generate([SYSTEM, Message("user", qs[i])], p)))) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    eng.close()
+    if llm_engine.cfg.get("accuracy_level") == 1:
+        # fp32 activations: batched rows compute exactly what single rows do
+        assert [got[i] for i in range(3)] == want
+    else:
+        # int8 activations round a many-row matmul slightly differently: same start
+        assert all(got[i].split()[:2] == want[i].split()[:2] for i in range(3))
+
+
+def test_multi_turn_dialogue_prefills_only_the_new_turn(llm_engine):
+    from edge_runtime.llm.conversation import ConversationStore
+
+    store = ConversationStore(llm_engine.prompt_tokens, max_prompt_tokens=512)
+    p = GenerationParams(temperature=0.0, max_new_tokens=16, stop_at_sentence=1)
+    answer = "".join(llm_engine.generate(store.messages("s", SYSTEM.content, "Hi, I am Ann."), p))
+    store.add_answer("s", answer)
+    msgs = store.messages("s", SYSTEM.content, "What is my name?")
+    assert [m.role for m in msgs] == ["system", "user", "assistant", "user"]
+    "".join(llm_engine.generate(msgs, p))
+    st = llm_engine.last_stats
+    # the system prompt and the first turn's question were cached from the first request
+    assert st["cached_prompt_tokens"] >= 30
+    assert st["cached_prompt_tokens"] < st["prompt_tokens"]

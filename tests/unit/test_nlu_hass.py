@@ -44,6 +44,10 @@ def test_sampling_is_deterministic(hass: HassData) -> None:
     ("HassSetVolumeRelative", "turn the volume down by 10 in the kitchen",
      {"area": "kitchen", "volume_step": "-10"}),
     ("HassTurnOff", "turn off the living rum lights", {"area": "living room"}),   # fuzzy
+    # recognizer output: "and a half" as ".5", "floor" heard as "4", punctuation and capitals
+    ("HassDecreaseTimer", "Decrease my timer by 9.5 minutes.", {"minutes": "9", "seconds": "30"}),
+    ("HassTurnOn", "Turn on each and every light in ground 4.", {"floor": "ground floor"}),
+    ("HassTurnOff", "switch out all our lamps", {}),            # "our lamps" is not "floor lamp"
 ])
 def test_filler_recovers_slots(filler: SlotFiller, intent: str, text: str, slots: dict) -> None:
     assert dict(filler.fill(intent, text)) == slots

@@ -2,7 +2,8 @@
 
 Inputs: ``input_ids`` [B,S] int64, ``attention_mask`` [B,T] int64 (T = past + new tokens),
 ``position_ids`` [B,S] int64, ``past_key_values.{i}.key|value`` [B,kv_heads,P,head_dim] fp32.
-Outputs: ``logits`` [B,S,V] fp32, ``present.{i}.key|value``.
+Outputs: ``logits`` [B,1,V] fp32 (last position; [B,S,V] when built with
+``last_only=False``, model_config.json "logits": "all"), ``present.{i}.key|value``.
 
 Attention is com.microsoft ``GroupQueryAttention`` (rotary inside, interleaved pairs as in
 llama.cpp's "norm" rope on the GGUF's permuted Q/K rows). When the caller binds the same
@@ -46,7 +47,9 @@ class _Graph:
 
 
 class _Builder:
-    def __init__(self, model: GgufModel, accuracy_level: int, lm_head_accuracy_level: int) -> None:
+    def __init__(self, model: GgufModel, accuracy_level: int, lm_head_accuracy_level: int,
+                 last_only: bool = True) -> None:
+        self.last_only = last_only
         self.m = model
         self.hp: LlamaHParams = model.hparams
         self.g = _Graph()
@@ -163,6 +166,12 @@ class _Builder:
         for i in range(hp.n_layers):
             x, branch = self.layer(i, x, branch, att)
         xn, _ = self.rms(x, branch, "output_norm.weight")
+        if self.last_only:
+            # the head (49k x 576 for SmolLM2) runs for the last position only: a prefill of
+            # S tokens needs just the next-token logits, so this saves S - 1 head products
+            (xn,) = g.op("Slice", [xn, g.const("last_start", np.array([-1], np.int64)),
+                                   g.const("last_end", np.array([2**62], np.int64)),
+                                   g.const("axis_seq", np.array([1], np.int64))])
         out_t = output_tensor(self.m)
         if out_t.name == "token_embd.weight":
             # tied: a second copy of the table, because onnxruntime's CPU MatMulNBits only
@@ -183,7 +192,8 @@ class _Builder:
         inputs = [helper.make_tensor_value_info("input_ids", i64, ["batch", "seq"]),
                   helper.make_tensor_value_info("attention_mask", i64, ["batch", "total_seq"]),
                   helper.make_tensor_value_info("position_ids", i64, ["batch", "seq"])]
-        outputs = [helper.make_tensor_value_info("logits", f, ["batch", "seq", hp.vocab])]
+        outputs = [helper.make_tensor_value_info("logits", f, ["batch", 1 if self.last_only
+                                                              else "seq", hp.vocab])]
         for i in range(hp.n_layers):
             for kind in ("key", "value"):
                 inputs.append(helper.make_tensor_value_info(
@@ -199,6 +209,7 @@ class _Builder:
 
 
 def build_graph(model: GgufModel, accuracy_level: int = 4,
-                lm_head_accuracy_level: int = 4) -> onnx.ModelProto:
-    """The decoder as an in-memory ModelProto (no I/O)."""
-    return _Builder(model, accuracy_level, lm_head_accuracy_level).build()
+                lm_head_accuracy_level: int = 4, last_only: bool = True) -> onnx.ModelProto:
+    """The decoder as an in-memory ModelProto (no I/O). ``last_only``: ``logits`` is
+    [B, 1, V], the last position's (what generation needs); else [B, S, V]."""
+    return _Builder(model, accuracy_level, lm_head_accuracy_level, last_only).build()

@@ -92,7 +92,9 @@ def _perplexity(logits: np.ndarray, ids: list[int]) -> float:
 
 
 def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2) -> np.ndarray:
-    """Logits [S, V] of the built ONNX model for ``ids`` in one prefill call (no past)."""
+    """Logits [S, V] of the built ONNX model for ``ids``, teacher-forced: one prefill call
+    when the model outputs every position ("logits": "all"), else token by token through
+    the KV cache (a "last"-only model: the decode path the engine runs)."""
     import onnxruntime as ort
 
     cfg = json.loads((model_dir / "model_config.json").read_text())
@@ -100,15 +102,23 @@ def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2) -> np.ndarray
     so.intra_op_num_threads = threads
     sess = ort.InferenceSession(str(model_dir / cfg["model_file"]), so,
                                 providers=["CPUExecutionProvider"])
-    s = len(ids)
-    feeds = {"input_ids": np.asarray([ids], np.int64),
-             "attention_mask": np.ones((1, s), np.int64),
-             "position_ids": np.arange(s, dtype=np.int64)[None]}
-    empty = np.zeros((1, cfg["num_key_value_heads"], 0, cfg["head_dim"]), np.float32)
-    for i in range(cfg["num_layers"]):
-        feeds[f"past_key_values.{i}.key"] = empty
-        feeds[f"past_key_values.{i}.value"] = empty
-    return sess.run(["logits"], feeds)[0][0]
+    layers = range(cfg["num_layers"])
+    names = ["logits"] + [f"present.{i}.{k}" for i in layers for k in ("key", "value")]
+    past = {f"past_key_values.{i}.{k}": np.zeros((1, cfg["num_key_value_heads"], 0,
+                                                   cfg["head_dim"]), np.float32)
+            for i in layers for k in ("key", "value")}
+    chunks = [ids] if cfg.get("logits", "all") == "all" else [[t] for t in ids]
+    out, done = [], 0
+    for chunk in chunks:
+        s = len(chunk)
+        feeds = {"input_ids": np.asarray([chunk], np.int64),
+                 "attention_mask": np.ones((1, done + s), np.int64),
+                 "position_ids": np.arange(done, done + s, dtype=np.int64)[None], **past}
+        res = sess.run(names, feeds)
+        out.append(res[0][0])
+        past = {n.replace("present", "past_key_values"): v for n, v in zip(names[1:], res[1:])}
+        done += s
+    return np.concatenate(out, axis=0)
 
 
 def check_fidelity(gguf_path: Path, model_dir: Path, text: str | None = None) -> dict:

@@ -1,0 +1,153 @@
+"""Worker processes for ``llm_bench``: one engine per process (clean peak RSS), driven by
+one JSON command per stdin line, one JSON answer per stdout line.
+
+    python benchmarks/llm_bench_workers.py ours|llama_cpp SPEC_JSON
+
+Commands: {"cmd": "run", "cold": bool} -> ttft_ms, decode_tps, new_tokens;
+{"cmd": "rss"} -> peak_rss_mb (VmHWM); {"cmd": "fidelity"} -> top1_agreement (vs the
+reference argmax file in the spec); {"cmd": "batch", "n": N, "batched": bool, "seconds": S} -> tps
+(ours only); {"cmd": "quit"}.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (VmHWM), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    import resource
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+class Ours:
+    def __init__(self, spec: dict) -> None:
+        from edge_runtime.llm import load_engine
+        from edge_runtime.types import GenerationParams, Message
+
+        self.spec = spec
+        self.eng = load_engine(Path(spec["model_dir"]), providers=("cpu",),
+                               threads=spec["threads"])
+        self.Message = Message
+        self.params = GenerationParams(temperature=0.0, repetition_penalty=1.0,
+                                       stop_at_sentence=0, max_new_tokens=spec["decode_tokens"])
+        self.msgs = [Message(r, c) for r, c in spec["messages"]]
+        self._batcher = None
+
+    def run(self, cold: bool) -> dict:
+        self.eng.reuse_prefix = not cold
+        if cold:
+            self.eng._runner.reset()
+        list(self.eng.generate(self.msgs, self.params))
+        st = self.eng.last_stats
+        return {"ttft_ms": st["ttft_s"] * 1e3, "decode_tps": st["decode_tok_s"],
+                "new_tokens": st["new_tokens"], "prompt_tokens": st["prompt_tokens"]}
+
+    def fidelity(self) -> dict:
+        from edge_runtime.models.gguf2onnx.reference import onnx_logits
+
+        ref = np.load(self.spec["reference_argmax"])
+        got = onnx_logits(Path(self.spec["model_dir"]), self.spec["fidelity_ids"]).argmax(-1)
+        return {"top1_agreement": float(np.mean(ref == got))}
+
+    def batch(self, n: int, batched: bool, seconds: float) -> dict:
+        """Sustained aggregate tok/s of ``n`` sessions kept in flight for ``seconds``: each
+        thread asks its questions back to back (answers end at different lengths, so a
+        one-shot burst would measure the longest answer's tail, not the batch)."""
+        if batched and self._batcher is None:
+            from edge_runtime.llm.batching import BatchingEngine
+            self._batcher = BatchingEngine(self.eng, max_batch=16, context_tokens=1024)
+        eng = self._batcher if batched else self.eng
+        self.eng.reuse_prefix = True
+        qs = self.spec["questions"]
+        system = self.msgs[0]
+        tokens = [0] * n
+        t0 = time.perf_counter()
+
+        def worker(i: int) -> None:
+            k = i
+            while time.perf_counter() - t0 < seconds:
+                msgs = [system, self.Message("user", qs[k % len(qs)])]
+                list(eng.generate(msgs, self.params))
+                tokens[i] += eng.last_stats["new_tokens"]
+                k += n
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - t0
+        return {"tps": sum(tokens) / wall, "tokens": sum(tokens), "wall_s": wall}
+
+
+class LlamaCpp:
+    def __init__(self, spec: dict) -> None:
+        from llama_cpp import Llama
+
+        self.spec = spec
+        self.llm = Llama(spec["gguf"], n_threads=spec["threads"],
+                         n_threads_batch=spec["threads"], n_ctx=spec["n_ctx"], verbose=False)
+        self.ids = spec["prompt_ids"]
+        self.stop = set(spec["stop_ids"])
+
+    def run(self, cold: bool) -> dict:
+        if cold:
+            self.llm.reset()
+        n, t_first = 0, None
+        t0 = time.perf_counter()
+        for tok in self.llm.generate(self.ids, top_k=1, temp=0.0, repeat_penalty=1.0):
+            n += 1
+            if t_first is None:
+                t_first = time.perf_counter()
+            if tok in self.stop or n >= self.spec["decode_tokens"]:
+                break
+        t_end = time.perf_counter()
+        return {"ttft_ms": (t_first - t0) * 1e3,
+                "decode_tps": (n - 1) / (t_end - t_first) if n > 1 else None,
+                "new_tokens": n, "prompt_tokens": len(self.ids)}
+
+    def fidelity(self) -> dict:
+        from llama_cpp import Llama
+
+        ids = self.spec["fidelity_ids"]
+        del self.llm
+        llm = Llama(self.spec["gguf"], n_threads=self.spec["threads"], logits_all=True,
+                    n_ctx=max(512, len(ids) + 8), verbose=False)
+        llm.eval(ids)
+        got = np.asarray(llm.scores[:len(ids)]).argmax(-1)
+        ref = np.load(self.spec["reference_argmax"])
+        return {"top1_agreement": float(np.mean(ref == got))}
+
+
+def main() -> int:
+    kind, spec = sys.argv[1], json.loads(sys.argv[2])
+    w = Ours(spec) if kind == "ours" else LlamaCpp(spec)
+    w.run(cold=True)   # warm-up: first-call allocations and page-ins
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        c = json.loads(line)
+        if c["cmd"] == "quit":
+            break
+        if c["cmd"] == "run":
+            out = w.run(c["cold"])
+        elif c["cmd"] == "rss":
+            out = {"peak_rss_mb": peak_rss_mb()}
+        elif c["cmd"] == "fidelity":
+            out = w.fidelity()
+        else:
+            out = w.batch(c["n"], c["batched"], c["seconds"])
+        print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
