@@ -6,7 +6,8 @@ one JSON command per stdin line, one JSON answer per stdout line.
 Commands: {"cmd": "run", "cold": bool} -> ttft_ms, decode_tps, new_tokens;
 {"cmd": "rss"} -> peak_rss_mb (VmHWM); {"cmd": "fidelity"} -> top1_agreement (vs the
 reference argmax file in the spec); {"cmd": "batch", "n": N, "batched": bool, "seconds": S} -> tps
-(ours only); {"cmd": "quit"}.
+(ours only); {"cmd": "dialogue", "turns": [...]} -> TTFT per turn with and without
+KV reuse (ours only); {"cmd": "quit"}.
 """
 from __future__ import annotations
 
@@ -41,12 +42,21 @@ class Ours:
                                        stop_at_sentence=0, max_new_tokens=spec["decode_tokens"])
         self.msgs = [Message(r, c) for r, c in spec["messages"]]
         self._batcher = None
+        self.warm = 0
+        self.dialogue_params = GenerationParams(temperature=0.0, max_new_tokens=48,
+                                                stop_at_sentence=2)
 
     def run(self, cold: bool) -> dict:
         self.eng.reuse_prefix = not cold
+        msgs = self.msgs
         if cold:
             self.eng._runner.reset()
-        list(self.eng.generate(self.msgs, self.params))
+        else:
+            self.warm += 1
+            warm = self.spec["warm_messages"]
+            system, question = warm[self.warm % len(warm)]
+            msgs = [self.Message("system", system), self.Message("user", question)]
+        list(self.eng.generate(msgs, self.params))
         st = self.eng.last_stats
         return {"ttft_ms": st["ttft_s"] * 1e3, "decode_tps": st["decode_tok_s"],
                 "new_tokens": st["new_tokens"], "prompt_tokens": st["prompt_tokens"]}
@@ -89,6 +99,27 @@ class Ours:
         return {"tps": sum(tokens) / wall, "tokens": sum(tokens), "wall_s": wall}
 
 
+    def dialogue(self, turns: list[str]) -> dict:
+        """TTFT per turn of one multi-turn conversation (ConversationStore), with the KV of
+        the previous turns reused and without (each prompt prefilled from scratch)."""
+        from edge_runtime.llm.conversation import ConversationStore
+
+        out = {}
+        for reuse in (True, False):
+            self.eng.reuse_prefix = reuse
+            self.eng._runner.reset()
+            store = ConversationStore(self.eng.prompt_tokens, max_prompt_tokens=1024)
+            ttft, prompt = [], []
+            for text in turns:
+                msgs = store.messages("bench", self.msgs[0].content, text)
+                answer = "".join(self.eng.generate(msgs, self.dialogue_params))
+                store.add_answer("bench", answer)
+                ttft.append(self.eng.last_stats["ttft_s"] * 1e3)
+                prompt.append(self.eng.last_stats["prompt_tokens"])
+            out["reuse" if reuse else "no_reuse"] = {"ttft_ms": ttft, "prompt_tokens": prompt}
+        return out
+
+
 class LlamaCpp:
     def __init__(self, spec: dict) -> None:
         from llama_cpp import Llama
@@ -98,13 +129,18 @@ class LlamaCpp:
                          n_threads_batch=spec["threads"], n_ctx=spec["n_ctx"], verbose=False)
         self.ids = spec["prompt_ids"]
         self.stop = set(spec["stop_ids"])
+        self.warm = 0
 
     def run(self, cold: bool) -> dict:
+        ids = self.ids
         if cold:
             self.llm.reset()
+        else:
+            self.warm += 1
+            ids = self.spec["warm_prompt_ids"][self.warm % len(self.spec["warm_prompt_ids"])]
         n, t_first = 0, None
         t0 = time.perf_counter()
-        for tok in self.llm.generate(self.ids, top_k=1, temp=0.0, repeat_penalty=1.0):
+        for tok in self.llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0):
             n += 1
             if t_first is None:
                 t_first = time.perf_counter()
@@ -113,7 +149,7 @@ class LlamaCpp:
         t_end = time.perf_counter()
         return {"ttft_ms": (t_first - t0) * 1e3,
                 "decode_tps": (n - 1) / (t_end - t_first) if n > 1 else None,
-                "new_tokens": n, "prompt_tokens": len(self.ids)}
+                "new_tokens": n, "prompt_tokens": len(ids)}
 
     def fidelity(self) -> dict:
         from llama_cpp import Llama
@@ -143,6 +179,8 @@ def main() -> int:
             out = {"peak_rss_mb": peak_rss_mb()}
         elif c["cmd"] == "fidelity":
             out = w.fidelity()
+        elif c["cmd"] == "dialogue":
+            out = w.dialogue(c["turns"])
         else:
             out = w.batch(c["n"], c["batched"], c["seconds"])
         print(json.dumps(out), flush=True)

@@ -6,7 +6,7 @@
 Scores this engine on a built model (--model-dir) and/or llama.cpp on a GGUF (--gguf; the
 way to evaluate a model the ONNX builder cannot convert yet, e.g. Gemma 3 with Q4_K/Q5_0/
 Q6_K blocks). Greedy, the runtime's spoken-answer settings (two sentences, 64 tokens).
-A question passes when the answer contains any of its keywords (case-insensitive);
+A question passes when the answer contains any of its keywords as a whole word;
 also reported: mean words per answer, answers that loop (a 4-word n-gram 3+ times).
 """
 from __future__ import annotations
@@ -45,6 +45,12 @@ QUESTIONS: list[tuple[str, list[str]]] = [
 ]
 
 
+def _matches(answer: str, keys: list[str]) -> bool:
+    """Any keyword as a whole word (numbers whole too: "7" does not match "7,981")."""
+    words = set(re.findall(r"[a-z0-9']+(?:,\d+)*", answer.lower()))
+    return any((k in answer.lower()) if " " in k else (k in words) for k in keys)
+
+
 def _loops(text: str, n: int = 4) -> bool:
     words = re.findall(r"[a-z']+", text.lower())
     grams = Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
@@ -64,10 +70,15 @@ def _llama(gguf: Path, threads: int, chat_format: str | None):
     from llama_cpp import Llama
 
     llm = Llama(str(gguf), n_threads=threads, n_ctx=1024, verbose=False,
-                chat_format=chat_format)
+                chat_format=None if chat_format == "qa" else chat_format)
     system_role = chat_format != "gemma"   # Gemma has no system turn: fold it into the user's
 
     def ask(q: str) -> str:
+        if chat_format == "qa":   # a base model: plain completion, one line
+            out = llm.create_completion(f"Question: {q}\nAnswer:", temperature=0.0, top_k=1,
+                                        max_tokens=64, repeat_penalty=1.0,
+                                        stop=["\n", "Question:"])
+            return out["choices"][0]["text"] or ""
         msgs = ([{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}]
                 if system_role else [{"role": "user", "content": f"{SYSTEM}\n\n{q}"}])
         out = llm.create_chat_completion(msgs, temperature=0.0, top_k=1, max_tokens=64,
@@ -80,7 +91,7 @@ def score(ask) -> dict:
     passed, words, loops, answers, t0 = 0, 0, 0, [], time.perf_counter()
     for q, keys in QUESTIONS:
         a = ask(q)
-        ok = any(k in a.lower() for k in keys)
+        ok = _matches(a, keys)
         passed += ok
         words += len(a.split())
         loops += _loops(a)
@@ -95,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model-dir", type=Path)
     ap.add_argument("--gguf", type=Path)
-    ap.add_argument("--chat-format", default=None, help="llama.cpp chat format (e.g. gemma)")
+    ap.add_argument("--chat-format", default=None,
+                    help="llama.cpp chat format (e.g. gemma), or qa: 'Question: ..\\nAnswer:' "
+                         "completion for a base model")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)

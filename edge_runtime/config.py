@@ -107,6 +107,16 @@ class LlmConfig:
     seed: int = 0
     stop_at_sentence: int = 2          # stop after this many sentences (0 = off)
     context_tokens: int = 2048
+    backend: str = "onnx"              # onnx (built by `models build`) | llama_cpp (the GGUF)
+    accuracy_level: int = 4            # build: 4 = int8 activations (fast), 1 = fp32 (faithful)
+    max_batch: int = 1                 # > 1: concurrent requests decode in batched steps
+    batch_context_tokens: int = 1024   # per batched session: prompt + answer
+    reuse_prefix: bool = True          # keep the system prompt's KV between requests
+    conversation_max_prompt_tokens: int = 1024   # multi-turn memory budget per session
+    conversation_max_turns: int = 16
+    conversation_ttl_s: float = 1800.0
+    conversation_max_sessions: int = 256
+    conversation_summary_turns: int = 3          # dropped questions listed as a summary
     system_prompt: str = ("You are a helpful voice assistant. Answer in one to three short, "
                           "plain sentences that sound natural when spoken aloud.")
 
@@ -233,6 +243,9 @@ class Config:
         _check(0 < self.llm.top_p <= 1, "llm.top_p", "must be within (0, 1]")
         _check(self.llm.repetition_penalty >= 1.0, "llm.repetition_penalty", "must be >= 1.0")
         _check(self.llm.threads > 0, "llm.threads", "must be positive")
+        _check(self.llm.backend in ("onnx", "llama_cpp"), "llm.backend", "must be onnx or llama_cpp")
+        _check(self.llm.accuracy_level in (1, 4), "llm.accuracy_level", "must be 1 or 4")
+        _check(1 <= self.llm.max_batch <= 16, "llm.max_batch", "must be within 1..16")
         bad = [p for p in self.llm.providers if p not in ("tensorrt", "cuda", "cpu")]
         _check(not bad, "llm.providers", f"unknown provider(s) {bad}; use tensorrt, cuda, cpu")
         _check(self.scheduler.budget_ms > 0, "scheduler.budget_ms", "must be positive")

@@ -71,9 +71,13 @@ async def ask(request: web.Request) -> web.Response:
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
                                or budget <= 0):
         raise BadInputError('"budget_ms" must be a positive number of milliseconds')
+    session = payload.get("session")
+    if session is not None and (not isinstance(session, str) or not 0 < len(session) <= 128):
+        raise BadInputError('"session" must be a string of 1..128 characters')
     cancel = CancelToken()
     try:
-        result = await rt.pipeline.ask(payload["text"], cancel=cancel, budget_ms=budget)
+        result = await rt.pipeline.ask(payload["text"], cancel=cancel, budget_ms=budget,
+                                       session=session)
     except asyncio.CancelledError:          # the client went away: stop decoding
         cancel.cancel()
         raise

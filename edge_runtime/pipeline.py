@@ -83,7 +83,17 @@ class Pipeline:
         self.s = stages
         self.metrics = metrics
         self.clock = clock
-        self._llm_thread = ThreadPoolExecutor(1, thread_name_prefix="llm")
+        # one model session; with micro-batching up to llm.max_batch requests decode together
+        self._llm_thread = ThreadPoolExecutor(cfg.llm.max_batch, thread_name_prefix="llm")
+        self.conversations = None
+        if stages.llm is not None:
+            from .llm.conversation import ConversationStore
+            c = cfg.llm
+            self.conversations = ConversationStore(
+                stages.llm.prompt_tokens, max_prompt_tokens=c.conversation_max_prompt_tokens,
+                max_turns=c.conversation_max_turns, max_sessions=c.conversation_max_sessions,
+                ttl_s=c.conversation_ttl_s, summary_turns=c.conversation_summary_turns,
+                clock=clock)
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="stage")
         self._admission = asyncio.Semaphore(cfg.server.max_concurrent_requests)
         self.in_flight = 0
@@ -92,9 +102,10 @@ class Pipeline:
     # -- the flow ------------------------------------------------------------------------
     async def ask(self, text: Any, *, cancel: CancelToken | None = None,
                   timings: Timings | None = None, budget_ms: float | None = None,
-                  sink: AnswerSink | None = None) -> Result:
+                  sink: AnswerSink | None = None, session: str | None = None) -> Result:
         """Answer one request. ``budget_ms`` overrides the latency budget for this request;
-        ``sink`` receives the answer's pieces as they arrive (for streamed speech)."""
+        ``sink`` receives the answer's pieces as they arrive (for streamed speech);
+        ``session`` names a multi-turn conversation whose earlier turns the LLM sees."""
         t0 = self.clock.monotonic()
         timings = timings or Timings()
         if self._admission.locked():
@@ -107,7 +118,7 @@ class Pipeline:
             try:
                 result = await self._answer(validate_text(text, self.cfg.nlu.max_text_chars),
                                             t0, timings, cancel or CancelToken(), budget_ms,
-                                            sink or _NullSink())
+                                            sink or _NullSink(), session)
                 self.metrics.requests.labels("ok").inc()
                 return result
             except EdgeError as exc:
@@ -120,7 +131,7 @@ class Pipeline:
 
     async def _answer(self, text: str, t0: float, timings: Timings,
                       cancel: CancelToken, budget_ms: float | None,
-                      sink: AnswerSink) -> Result:
+                      sink: AnswerSink, session: str | None) -> Result:
         intent = await self._timed("nlu", timings, self.s.understander.parse, text)
         spec = self.s.understander.intents.spec(intent.name)
 
@@ -134,19 +145,22 @@ class Pipeline:
             return self._finish(text, intent, "skill", "none", reason, answer, t0, timings,
                                 "skill")
 
-        key = self.s.make_key(intent, spec, text)
+        messages = self._messages(text, session)
+        # a follow-up ("and why?") depends on its conversation: never cached
+        key = self.s.make_key(intent, spec, text) if len(messages) <= 2 else None
         if key is not None:
             hit = await self._timed("cache", timings, self.s.cache.get, key)
             self.metrics.observe_cache("hit" if hit else "miss")
             if hit is not None:
                 sink.piece(hit.answer)
+                if session is not None and self.conversations is not None:
+                    self.conversations.add_answer(session, hit.answer)
                 return self._finish(text, intent, "cache", "none", f"answer cache hit (first "
                                     f"answered by {hit.route})", hit.answer, t0, timings,
                                     "cache_hit")
         else:
             self.metrics.observe_cache("skip")
 
-        messages = [Message("system", self.cfg.llm.system_prompt), Message("user", text)]
         decision = self._decide(messages, intent,
                                 spec.budget_ms if budget_ms is None else budget_ms)
         route, device, reason = decision.route, "cloud", decision.reason
@@ -171,6 +185,8 @@ class Pipeline:
             device = self._local_device()
             answer = await self._collect(self._local_stream(messages, cancel), t0, timings,
                                          sink)
+        if session is not None and self.conversations is not None:
+            self.conversations.add_answer(session, answer)
         if key is not None and answer and not cancel.cancelled:
             entry = CachedAnswer(answer=answer, route=route, created_at=self.clock.time(),
                                  model=self.cfg.llm.model)
@@ -194,6 +210,12 @@ class Pipeline:
             intent_budget_ms=budget_ms, local_device=self.s.llm.device)
         self.metrics.predicted_ttft.set(decision.predicted_ttft_s)
         return decision
+
+    def _messages(self, text: str, session: str | None) -> list[Message]:
+        system = self.cfg.llm.system_prompt
+        if session is None or self.conversations is None:
+            return [Message("system", system), Message("user", text)]
+        return self.conversations.messages(session, system, text)
 
     def _hedge_after_s(self, decision: Decision, t0: float) -> float:
         """When to start the local model beside a pending cloud request: once the budget

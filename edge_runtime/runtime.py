@@ -31,12 +31,20 @@ def _device_for(cfg: Config, clock: Clock):
 
 def load_llm(cfg: Config, store: ModelStore):
     """Load the local engine; returns (engine, None) or (None, error) — never raises."""
+    c = cfg.llm
     try:
-        from .llm import load_engine
-        engine = load_engine(store.llm_dir(), providers=cfg.llm.providers,
-                             threads=cfg.llm.threads, model_name=cfg.llm.model,
-                             context_tokens=cfg.llm.context_tokens)
-        log.info("local LLM %s loaded on %s (providers: %s)", cfg.llm.model, engine.device,
+        if c.backend == "llama_cpp":
+            from .llm.llama_cpp_engine import LlamaCppEngine
+            engine = LlamaCppEngine(store.require_source(c.model), threads=c.threads,
+                                    model_name=c.model, context_tokens=c.context_tokens)
+        else:
+            from .llm import load_engine
+            engine = load_engine(store.llm_dir(), providers=c.providers, threads=c.threads,
+                                 model_name=c.model, context_tokens=c.context_tokens,
+                                 max_batch=c.max_batch,
+                                 batch_context_tokens=c.batch_context_tokens,
+                                 reuse_prefix=c.reuse_prefix)
+        log.info("local LLM %s loaded on %s (providers: %s)", c.model, engine.device,
                  ", ".join(engine.providers))
         return engine, None
     except EdgeError as exc:

@@ -57,6 +57,7 @@ class BatchKvRunner:
                    for _ in range(self.n_layers)]
         self.lengths = [0] * self.max_batch
         self.tokens: list[list[int]] = [[] for _ in range(self.max_batch)]
+        self._prompts: list[tuple[list[int], np.ndarray] | None] = [None] * self.max_batch
         self._ids = np.zeros((max(PREFILL_CHUNK, self.max_batch),), np.int64)
         self._pos = np.zeros((max(PREFILL_CHUNK, self.max_batch),), np.int64)
         self._mask = np.zeros((self.max_batch * self._cap,), np.int64)
@@ -91,6 +92,13 @@ class BatchKvRunner:
             raise ValueError("prefill() needs at least one token")
         if n > self.max_len:
             raise ValueError(f"prompt of {n} tokens exceeds the {self.max_len}-token context")
+        ids = [int(t) for t in ids]
+        saved = self._prompts[slot]
+        if reuse and saved is not None and saved[0] == ids and self.lengths[slot] >= n:
+            # the same prompt again: its saved logits (exactly what the full prefill gave)
+            self.lengths[slot] = n
+            del self.tokens[slot][n:]
+            return saved[1].copy()
         keep = min(common_prefix(self.tokens[slot], ids), n - 1) if reuse else 0
         self.lengths[slot] = keep
         del self.tokens[slot][keep:]
@@ -114,7 +122,9 @@ class BatchKvRunner:
             self.tokens[slot].extend(int(t) for t in ids[done:done + s])
             done += s
         last = 0 if self.last_only else s - 1
-        return self._logits[last * self.vocab:(last + 1) * self.vocab].copy()
+        logits = self._logits[last * self.vocab:(last + 1) * self.vocab].copy()
+        self._prompts[slot] = (ids, logits.copy())
+        return logits
 
     def step(self, feeds: dict[int, int]) -> dict[int, np.ndarray]:
         """One batched decode step: append token ``feeds[slot]`` to each listed slot.
@@ -151,6 +161,7 @@ class BatchKvRunner:
         """Drop what ``slot`` holds (its cache is stale, e.g. after a provider switch)."""
         self.lengths[slot] = 0
         self.tokens[slot] = []
+        self._prompts[slot] = None
 
     def best_slot(self, free: Sequence[int], ids: Sequence[int]) -> int:
         """The free slot whose cached tokens share the longest prefix with ``ids``

@@ -34,6 +34,7 @@ from .decode import decode_stream, new_stats
 log = logging.getLogger(__name__)
 
 MAX_BATCH_LIMIT = 16
+SLOT_POLL_S = 0.05   # how often a caller waiting for a slot checks its cancel token
 
 
 class BatchController:
@@ -123,7 +124,10 @@ class BatchingEngine:
         stats = new_stats(len(ids), self.device)
         stats["dropped_messages"] = dropped
         self._local.stats = stats
-        slot = self._acquire(ids)
+        slot = self._acquire(ids, cancel)
+        if slot is None:             # cancelled while waiting for a slot
+            stats["stop_reason"] = "cancelled"
+            return
         first = [True]
 
         def feed(new: list[int], history: list[int]) -> np.ndarray:
@@ -146,7 +150,9 @@ class BatchingEngine:
             self._cv.notify_all()
 
     # -- slots -------------------------------------------------------------------------------
-    def _acquire(self, ids: list[int]) -> int:
+    def _acquire(self, ids: list[int], cancel: CancelToken | None) -> int | None:
+        """A free slot (preferring one whose cache starts like ``ids``); None if ``cancel``
+        fires while all slots are busy."""
         with self._cv:
             if not self._free:
                 if self._waiting >= self.max_waiting:
@@ -156,7 +162,9 @@ class BatchingEngine:
                 self._waiting += 1
                 try:
                     while not self._free and not self._closed:
-                        self._cv.wait()
+                        if cancel is not None and cancel.cancelled:
+                            return None
+                        self._cv.wait(SLOT_POLL_S)
                 finally:
                     self._waiting -= 1
             if self._closed:

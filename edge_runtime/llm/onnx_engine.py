@@ -132,8 +132,8 @@ class OnnxLlmEngine:
 
     def _feed(self, ids: list[int], history: list[int]):
         """Feed ``ids``; on a provider failure reopen on the next one and replay ``history``
-        (all tokens the cache should hold afterwards). The prompt (``ids is history``'s
-        first call: the cache is then expected to hold exactly ``ids``) reuses a cached prefix."""
+        (all tokens the cache should hold afterwards). The prompt (the call where ``ids``
+        is the whole history) keeps the prefix the cache shares with it."""
         while True:
             try:
                 if len(ids) == len(history) and self.reuse_prefix:

@@ -50,6 +50,7 @@ class KvRunner:
         self.length = 0  # tokens currently in the cache
         self.tokens: list[int] = []  # the ids the cache holds (for prefix reuse)
         self.reused = 0              # prompt tokens the last feed_prompt kept from the cache
+        self._prompt: tuple[list[int], np.ndarray] | None = None  # last prompt, its logits
         self._io = self.sess.io_binding()
         # logits first: outputs come back in binding order
         self._bind_logits(1)
@@ -90,20 +91,32 @@ class KvRunner:
     def reset(self) -> None:
         self.length = 0
         self.tokens = []
+        self._prompt: tuple[list[int], np.ndarray] | None = None
 
     def feed_prompt(self, ids: Any) -> np.ndarray:
         """Make the cache hold exactly ``ids``: keep the prefix it shares with what the cache
         holds (a system prompt, earlier turns of the conversation) and feed only the rest
-        (at least one token, for fresh logits). Returns the logits [V] of the last token."""
+        (at least one token, for fresh logits). Returns the logits [V] of the last token.
+
+        The same prompt as last time returns the logits saved then, without a model call:
+        a repeated request decodes exactly as the first time (recomputing only the last
+        token would round differently from the full prefill at accuracy_level 4)."""
         ids = [int(t) for t in ids]
+        n = len(ids)
+        if self._prompt is not None and self._prompt[0] == ids and self.length >= n:
+            self.length = self.reused = n
+            del self.tokens[n:]
+            return self._prompt[1]
         keep = 0
-        n = min(len(ids) - 1, self.length)
-        while keep < n and self.tokens[keep] == ids[keep]:
+        limit = min(n - 1, self.length)
+        while keep < limit and self.tokens[keep] == ids[keep]:
             keep += 1
         self.length = keep
         self.reused = keep
         del self.tokens[keep:]
-        return self.feed(ids[keep:])
+        logits = self.feed(ids[keep:])
+        self._prompt = (ids, logits.copy())
+        return logits
 
     def feed(self, ids: Any) -> np.ndarray:
         """Append ``ids`` (one or more tokens) to the cache; return logits [V] of the last."""

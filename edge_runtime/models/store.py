@@ -240,7 +240,7 @@ class ModelStore:
         tmp = out.with_name(out.name + ".building")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        build_llm(src, tmp)
+        build_llm(src, tmp, accuracy_level=self.cfg.llm.accuracy_level)
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
         return out

@@ -98,8 +98,11 @@ async def run_chat(runtime, text_mode: bool, *, input_device: str | None = None,
 
 
 async def _text_loop(service: VoiceService, player) -> int:
+    import uuid
+
     from .speaker import Speaker
     loop = asyncio.get_running_loop()
+    session = f"chat-{uuid.uuid4().hex[:12]}"      # one conversation: follow-ups see context
     while True:
         line = await loop.run_in_executor(None, _prompt)
         if line is None or line.strip() in ("/quit", "/exit"):
@@ -110,7 +113,7 @@ async def _text_loop(service: VoiceService, player) -> int:
         speaker = Speaker(service.stack, player) if service.stack and service.stack.tts \
             else None
         try:
-            result = await service.runtime.pipeline.ask(line, sink=speaker)
+            result = await service.runtime.pipeline.ask(line, sink=speaker, session=session)
             if speaker is not None:
                 speaker.finish()
                 await speaker.rendered()

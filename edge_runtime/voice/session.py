@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable
 
@@ -46,6 +47,7 @@ class VoiceSession:
         self.emit: Emit = emit or (lambda event: None)
         self.clock = clock
         self.budget_ms = budget_ms
+        self.conversation = f"voice-{uuid.uuid4().hex[:12]}"   # follow-ups see earlier turns
         s = stack.settings
         self.endpointer = Endpointer(stack.vad.fork(), s.endpoint)
         self.echo = EchoGuard(margin=s.echo_margin)
@@ -221,7 +223,7 @@ class VoiceSession:
         try:
             result = await self.pipeline.ask(text, cancel=cancel, sink=speaker,
                                              timings=Timings(asr=asr_s),
-                                             budget_ms=self.budget_ms)
+                                             budget_ms=self.budget_ms, session=self.conversation)
             speaker.finish()
             await speaker.rendered()
             first = speaker.first_audio_at

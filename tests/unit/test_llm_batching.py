@@ -157,13 +157,31 @@ def test_waiting_callers_are_bounded(plain):
     eng.close()
 
 
+def test_cancel_while_waiting_for_a_slot_returns_nothing(plain):
+    from edge_runtime.types import CancelToken
+
+    eng = BatchingEngine(plain, max_batch=1, max_waiting=2)
+    first = eng.generate(PROMPTS[0], GREEDY)
+    next(first)                      # holds the only slot
+    cancel = CancelToken()
+    got: list[str] = []
+    t = threading.Thread(target=lambda: got.extend(eng.generate(PROMPTS[1], GREEDY, cancel)))
+    t.start()
+    cancel.cancel()
+    t.join(timeout=10)
+    assert not t.is_alive() and got == []
+    first.close()
+    eng.close()
+
+
 def test_prefix_reuse_keeps_greedy_output(model_dir, expected):
     eng = load_engine(model_dir, providers=("cpu",), threads=1, context_tokens=96)
     assert "".join(eng.generate(PROMPTS[0], GREEDY)) == expected[0]
     assert "".join(eng.generate(PROMPTS[1], GREEDY)) == expected[1]
     assert eng.last_stats["cached_prompt_tokens"] > 0   # the system prompt was kept
     assert "".join(eng.generate(PROMPTS[1], GREEDY)) == expected[1]
-    assert eng.last_stats["cached_prompt_tokens"] == eng.last_stats["prompt_tokens"] - 1
+    # the same prompt again: nothing to prefill (its saved logits are used)
+    assert eng.last_stats["cached_prompt_tokens"] == eng.last_stats["prompt_tokens"]
 
 
 @pytest.mark.parametrize("fail_at", [4, 9])   # 2 warm-up runs, then prefill, then decode
@@ -244,3 +262,13 @@ def test_tensorrt_options_fp16_engine_cache_and_profiles(tmp_path):
     assert (tmp_path / "trt").is_dir() and opts["trt_profile_min_shapes"] == "input_ids:1x1"
     assert cpu == "CPUExecutionProvider"       # TensorRT -> CUDA -> CPU inside one session
     assert _provider_list("cpu", None) == ["CPUExecutionProvider"]
+
+
+def test_load_engine_with_max_batch_gives_the_batching_front(model_dir, expected):
+    eng = load_engine(model_dir, providers=("cpu",), threads=1, context_tokens=96,
+                      max_batch=4)
+    assert isinstance(eng, BatchingEngine) and eng.controller.max_batch == 4
+    assert eng.device == "cpu" and eng.prompt_tokens(PROMPTS[0]) > 0
+    assert "".join(eng.generate(PROMPTS[0], GREEDY)) == expected[0]
+    assert eng.last_stats["new_tokens"] > 0
+    eng.close()

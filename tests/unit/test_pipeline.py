@@ -143,3 +143,27 @@ async def test_a_healthy_cloud_is_not_raced_before_it_is_late():
     p._cloud_ttft_s = 0.3                       # hedge only after 0.45 s
     r = await p.ask("why is the sky blue")
     assert r.route == "cloud" and p.s.llm.calls == 0
+
+
+class EchoEngine(FakeEngine):
+    """Answers with the number of messages it was given, to see the conversation."""
+
+    def generate(self, messages, params, cancel=None):
+        self.calls += 1
+        self.last = list(messages)
+        yield f"{len(messages)} messages."
+
+
+async def test_sessions_carry_turns_and_follow_ups_are_not_cached():
+    engine = EchoEngine()
+    p = make_pipeline(engine=engine)
+    first = await p.ask("why is the sky blue", session="s1")
+    assert first.route == "local" and first.answer == "2 messages."
+    follow = await p.ask("and at sunset", session="s1")
+    assert follow.route == "local" and follow.answer == "4 messages."
+    assert [m.role for m in engine.last] == ["system", "user", "assistant", "user"]
+    assert engine.last[2].content == "2 messages."
+    again = await p.ask("and at sunset", session="s1")     # context-dependent: no cache
+    assert again.route == "local"
+    other = await p.ask("why is the sky blue", session="s2")  # a new session may hit
+    assert other.route == "cache"

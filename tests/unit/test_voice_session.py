@@ -27,7 +27,8 @@ class SlowPipeline:
         self.answer, self.delay_s = answer, delay_s
         self.asked, self.cancel_tokens = [], []
 
-    async def ask(self, text, *, cancel=None, timings=None, budget_ms=None, sink=None):
+    async def ask(self, text, *, cancel=None, timings=None, budget_ms=None, sink=None,
+                  session=None):
         self.asked.append(text)
         self.cancel_tokens.append(cancel)
         for word in self.answer.split(" "):
