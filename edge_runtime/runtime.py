@@ -18,6 +18,7 @@ from .types import GenerationParams, Message
 log = logging.getLogger(__name__)
 
 # Calibration prompts: a short and a long user turn, to fit overhead + per-token prefill.
+_OPENERS = ("Please:", "Quick one.", "Hello!", "Question:", "Tell me.")
 _CALIBRATION = ("Hi.", " ".join(["Tell me something interesting about the ocean, the weather, "
                                  "and the history of sailing ships in northern Europe."] * 3))
 
@@ -108,15 +109,18 @@ class Runtime:
         clock = self.pipeline.clock
         samples = []
         for text in _CALIBRATION:
-            msgs = [Message("system", self.cfg.llm.system_prompt), Message("user", text)]
-            n = engine.prompt_tokens(msgs)
-            times = []
-            for _ in range(rounds + 1):          # the first run only warms up
+            times, counts = [], []
+            for i in range(rounds + 1):          # the first run only warms up
+                # a new question each round, as in real use: the engine may reuse the system
+                # prompt's KV, but must not answer from its cache of a repeated prompt
+                msgs = [Message("system", self.cfg.llm.system_prompt),
+                        Message("user", f"{_OPENERS[i % len(_OPENERS)]} {text}")]
+                counts.append(engine.prompt_tokens(msgs))
                 t = clock.monotonic()
                 for _piece in engine.generate(msgs, params):
                     break
                 times.append(clock.monotonic() - t)
-            samples.append((n, statistics.median(times[1:])))
+            samples.append((round(statistics.median(counts[1:])), statistics.median(times[1:])))
         self.stages.scheduler.predictor.calibrate(samples)
         p = self.stages.scheduler.predictor
         log.info("scheduler calibrated: overhead %.1f ms + %.3f ms/prompt token",

@@ -61,14 +61,17 @@ class TtftPredictor:
             if var > 0:
                 slope = sum((t - mx) * (s - my) for t, s in samples) / var
                 self.per_token_s = max(slope, 1e-6)
-                self.overhead_s = max(my - self.per_token_s * mx, 0.0)
+                # may be negative: with the system prompt's KV reused, its tokens cost
+                # nothing, and the line's intercept absorbs that
+                self.overhead_s = my - self.per_token_s * mx
             else:
                 self.per_token_s = max(my / max(mx, 1), 1e-6)
                 self.overhead_s = 0.0
 
     def predict(self, prompt_tokens: int, queued: int = 0) -> float:
         with self._lock:
-            return queued * self.service_s + self.overhead_s + prompt_tokens * self.per_token_s
+            prefill = max(self.overhead_s + prompt_tokens * self.per_token_s, 0.0)
+            return queued * self.service_s + prefill
 
     def observe(self, prompt_tokens: int, ttft_s: float, total_s: float | None = None) -> None:
         """Fold a measured request into the model (the per-token rate absorbs the error)."""

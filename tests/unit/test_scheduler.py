@@ -112,3 +112,11 @@ def test_simulated_orin_walks_from_local_to_cloud():
         routes.append(s.decide(50, "oos", cloud_enabled=True, cloud_available=True).route)
         clock.advance(1.0)
     assert routes[0] == "local" and routes[-1] == "cloud"
+
+
+def test_reused_prefix_gives_a_negative_intercept_but_never_a_negative_prediction():
+    p = TtftPredictor()
+    p.calibrate([(40, 0.010), (100, 0.130)])     # the first 35 tokens were free (cached)
+    assert p.overhead_s < 0
+    assert p.predict(60) == pytest.approx(0.050)
+    assert p.predict(10) == 0.0
