@@ -26,6 +26,7 @@ run: models
 
 # Every test layer: unit, integration (real model, real redis-server, real edge-cloud), e2e.
 test: models
+	$(BIN)/edge-runtime models pull all-minilm-l6-v2
 	./scripts/ensure-services.sh
 	EDGE_TEST_MODEL_DIR=$(MODEL_DIR) $(BIN)/pytest -q -rs
 

