@@ -108,7 +108,8 @@ class LongAnswer:
     def __init__(self):
         self.cancelled = []
 
-    async def ask(self, text, *, cancel=None, timings=None, budget_ms=None, sink=None):
+    async def ask(self, text, *, cancel=None, timings=None, budget_ms=None, sink=None,
+                  session=None):
         answer = "Here is a long answer that goes on for quite a while. " * 5
         for word in answer.split(" "):
             await asyncio.sleep(0.005)
