@@ -8,26 +8,16 @@ from __future__ import annotations
 
 import re
 
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-         "fourteen fifteen sixteen seventeen eighteen nineteen").split()
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+from ..nlu.numbers import number_to_words
+
 _ABBREV = {"mr": "mister", "mrs": "missus", "dr": "doctor", "st": "saint", "ok": "okay",
            "%": "percent", "&": "and"}
 
 
 def number_words(n: int) -> str:
-    if n < 20:
-        return _ONES[n]
-    if n < 100:
-        return _TENS[n // 10] + ("" if n % 10 == 0 else " " + _ONES[n % 10])
-    if n < 1000:
-        rest = n % 100
-        return _ONES[n // 100] + " hundred" + ("" if rest == 0 else " " + number_words(rest))
-    if n < 1_000_000:
-        rest = n % 1000
-        return number_words(n // 1000) + " thousand" + \
-            ("" if rest == 0 else " " + number_words(rest))
-    return " ".join(_ONES[int(d)] for d in str(n))
+    if n < 10**12:
+        return number_to_words(n)
+    return " ".join(number_to_words(int(d)) for d in str(n))
 
 
 def normalize(text: str) -> list[str]:

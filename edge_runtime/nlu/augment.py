@@ -12,11 +12,9 @@ from __future__ import annotations
 import random
 import re
 
+from .numbers import number_to_words
 from .text import normalize_text
 
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-         "fourteen fifteen sixteen seventeen eighteen nineteen").split()
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
 _HOMOPHONES = {
     "to": ("two", "too"), "two": ("to", "too"), "too": ("to",), "for": ("four",), "four": ("for",),
@@ -36,23 +34,6 @@ _DROPPABLE = frozenset({"the", "a", "an", "please", "to", "of", "my", "me", "is"
 _VOWELS = "aeiou"
 
 
-def number_to_words(n: int) -> str:
-    """English words for 0 <= n < 10**12 ("125" -> "one hundred twenty five")."""
-    if n < 20:
-        return _ONES[n]
-    if n < 100:
-        return _TENS[n // 10] + ("" if n % 10 == 0 else " " + _ONES[n % 10])
-    if n < 1000:
-        rest = n % 100
-        return _ONES[n // 100] + " hundred" + ("" if rest == 0 else " " + number_to_words(rest))
-    for scale, word in ((10**9, "billion"), (10**6, "million"), (1000, "thousand")):
-        if n >= scale:
-            rest = n % scale
-            return (number_to_words(n // scale) + " " + word
-                    + ("" if rest == 0 else " " + number_to_words(rest)))
-    raise ValueError(n)
-
-
 def digits_to_words(text: str) -> str:
     """Spell every number in ``text`` ("3.5" -> "three point five"); huge numbers stay digits."""
     def spell(match: re.Match[str]) -> str:
@@ -61,7 +42,7 @@ def digits_to_words(text: str) -> str:
             return match.group(0)
         words = number_to_words(int(whole))
         if frac:
-            words += " point " + " ".join(_ONES[int(d)] for d in frac)
+            words += " point " + " ".join(number_to_words(int(d)) for d in frac)
         return words
     return _DIGITS.sub(spell, text)
 

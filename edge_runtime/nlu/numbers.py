@@ -135,3 +135,25 @@ def format_number(value: float, digits: int = 2) -> str:
     if float(rounded).is_integer():
         return str(int(rounded))
     return f"{rounded:.{digits}f}".rstrip("0").rstrip(".")
+
+
+_SPELL_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+               "fourteen fifteen sixteen seventeen eighteen nineteen").split()
+_SPELL_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def number_to_words(n: int) -> str:
+    """English words for 0 <= n < 10**12 ("125" -> "one hundred twenty five")."""
+    if n < 20:
+        return _SPELL_ONES[n]
+    if n < 100:
+        return _SPELL_TENS[n // 10] + ("" if n % 10 == 0 else " " + _SPELL_ONES[n % 10])
+    if n < 1000:
+        rest = n % 100
+        return _SPELL_ONES[n // 100] + " hundred" + ("" if rest == 0 else " " + number_to_words(rest))
+    for scale, word in ((10**9, "billion"), (10**6, "million"), (1000, "thousand")):
+        if n >= scale:
+            rest = n % scale
+            return (number_to_words(n // scale) + " " + word
+                    + ("" if rest == 0 else " " + number_to_words(rest)))
+    raise ValueError(n)
