@@ -16,7 +16,7 @@ from .cache.base import CachedAnswer
 from .cloud_link.hedge import hedged_answer
 from .clock import SYSTEM_CLOCK, Clock
 from .config import Config
-from .errors import BadInputError, CloudUnavailableError, EdgeError, ModelMissingError
+from .errors import BadInputError, EdgeError, ModelMissingError, OverloadedError
 from .metrics import Metrics
 from .nlu.base import IntentSpec
 from .scheduler import Decision, Scheduler
@@ -109,7 +109,6 @@ class Pipeline:
         t0 = self.clock.monotonic()
         timings = timings or Timings()
         if self._admission.locked():
-            from .errors import OverloadedError
             raise OverloadedError("too many requests in flight",
                                   hint="retry shortly or raise server.max_concurrent_requests")
         async with self._admission:
@@ -163,8 +162,7 @@ class Pipeline:
 
         decision = self._decide(messages, intent,
                                 spec.budget_ms if budget_ms is None else budget_ms)
-        route, device, reason = decision.route, "cloud", decision.reason
-        answer: str | None = None
+        route, reason = decision.route, decision.reason
         if decision.route == "cloud":
             t_cloud = self.clock.monotonic()
             out = await hedged_answer(

@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..types import Intent
 
 OOS = "oos"   # the out-of-scope intent: an open question, answered by the LLM
 

@@ -1,7 +1,7 @@
 """Text to speech: Piper voices, a sentence chunker fed by answer pieces, an audio cache."""
 from __future__ import annotations
 
-from ..optional import installed_backends, require_backend
+from ..optional import require_backend
 from .base import TtsEngine, TtsError
 from .cache import AudioCache
 from .chunker import SentenceChunker

@@ -2,7 +2,7 @@
 endpointer that turns per-frame probabilities into utterances."""
 from __future__ import annotations
 
-from ..optional import installed_backends, require_backend
+from ..optional import require_backend
 from .base import VadEngine, VadError
 from .endpointer import (Endpointer, EndpointConfig, SpeechAudio, SpeechEnd, SpeechPause,
                          SpeechResume, SpeechStart)
