@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from edge_runtime.config import LlmConfig, PathsConfig
-from edge_runtime.errors import EdgeError
+from edge_runtime.errors import EdgeError, run_command
 
 from .backends.base import Backend
 
@@ -155,13 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(_normalize(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=getattr(args, "log_level", "INFO"), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        return {"serve": _serve, "keys": _keys}[args.command](args)
-    except EdgeError as exc:
-        print(f"edge-cloud: {exc.one_line()}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return run_command({"serve": _serve, "keys": _keys}[args.command], args, "edge-cloud")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import urllib.request
 from typing import Any, Callable
 
 from .config import Config, config_to_toml, load_config, parse_overrides
-from .errors import BadInputError, ConfigError, EdgeError
+from .errors import BadInputError, ConfigError, EdgeError, run_command
 
 log = logging.getLogger("edge_runtime")
 
@@ -277,16 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     fn: Callable[[argparse.Namespace], int] = args.fn
-    try:
-        return fn(args)
-    except (BadInputError, ConfigError) as exc:
-        print(f"error: {exc.one_line()}", file=sys.stderr)
-        return 2
-    except EdgeError as exc:
-        print(f"error: {exc.one_line()}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    return run_command(fn, args)
 
 
 if __name__ == "__main__":

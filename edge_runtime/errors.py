@@ -80,3 +80,19 @@ class CancelledError(EdgeError):
 
 class OverloadedError(EdgeError):
     code, stage, retryable, http_status = "overloaded", "pipeline", True, 503
+
+
+def run_command(fn, args, prog: str = "error") -> int:
+    """Run a CLI command: typed errors become one line on stderr and an exit code
+    (2 = bad input or configuration, 1 = anything else the runtime reports, 130 = Ctrl-C)."""
+    import sys
+    try:
+        return int(fn(args) or 0)
+    except (BadInputError, ConfigError) as exc:
+        print(f"{prog}: {exc.one_line()}", file=sys.stderr)
+        return 2
+    except EdgeError as exc:
+        print(f"{prog}: {exc.one_line()}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -17,7 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..errors import BadInputError, ConfigError, EdgeError
+from ..errors import ConfigError, run_command
 
 DEFAULT_MODELS_DIR = Path("~/.cache/edge-runtime/nlu")
 
@@ -151,14 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
-    try:
-        return args.fn(args)
-    except (BadInputError, ConfigError) as exc:
-        print(f"error: {exc.one_line()}", file=sys.stderr)
-        return 2
-    except EdgeError as exc:
-        print(f"error: {exc.one_line()}", file=sys.stderr)
-        return 1
+    return run_command(args.fn, args)
 
 
 if __name__ == "__main__":
