@@ -6,7 +6,7 @@
     edge-cloud keys add KEY_OR_FILE --allow-list FILE [--comment NAME]   # let a device in
 
 ``serve`` prints ``edge-cloud ready on tcp://HOST:PORT`` on stdout once it accepts requests
-and stops cleanly on SIGTERM/SIGINT. Errors print one line and exit with status 2.
+and stops cleanly on SIGTERM/SIGINT. Errors print one line and exit non-zero (2: bad input or configuration).
 """
 from __future__ import annotations
 
