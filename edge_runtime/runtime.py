@@ -155,3 +155,6 @@ class Runtime:
             await self.stages.cloud.close()
         self.pipeline.close()
         self.stages.cache.close()
+        close_llm = getattr(self.stages.llm, "close", None)
+        if close_llm is not None:      # the micro-batching front owns a scheduler thread
+            close_llm()
