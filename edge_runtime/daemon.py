@@ -7,6 +7,7 @@ GET  /metrics                   -> Prometheus text format
 from __future__ import annotations
 
 import asyncio
+import collections
 import hmac
 import json
 import logging
@@ -23,6 +24,7 @@ from .types import CancelToken
 log = logging.getLogger(__name__)
 
 RUNTIME_KEY = web.AppKey("runtime", Runtime)
+ANNOUNCE_KEY = web.AppKey("announcements", collections.deque)
 
 
 def _error(exc: EdgeError) -> web.Response:
@@ -95,6 +97,15 @@ async def _read_body(request: web.Request, limit: int) -> bytes:
                             hint="send less or raise server.max_body_bytes") from None
 
 
+async def announcements(request: web.Request) -> web.Response:
+    """Finished timers not yet announced (each is returned once), oldest first."""
+    pending = request.app[ANNOUNCE_KEY]
+    out = list(pending)
+    pending.clear()
+    out += request.app[RUNTIME_KEY].finished_timers()
+    return web.json_response({"announcements": out})
+
+
 async def healthz(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME_KEY]
     rt.refresh_gauges()
@@ -120,7 +131,9 @@ def make_app(rt: Runtime, *, voice: bool | None = None) -> web.Application:
     app = web.Application(middlewares=[auth_and_errors],
                           client_max_size=rt.cfg.server.max_body_bytes)
     app[RUNTIME_KEY] = rt
+    app[ANNOUNCE_KEY] = collections.deque(maxlen=32)
     app.router.add_post("/v1/ask", ask)
+    app.router.add_get("/v1/announcements", announcements)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
     if rt.cfg.voice.enabled if voice is None else voice:
@@ -146,12 +159,19 @@ async def serve(cfg: Config) -> None:
              rt.stages.cloud.state if rt.stages.cloud else "disabled")
     systemd_notify.ready()
     watchdog = systemd_notify.watchdog_interval_s()
+    app = runner.app
     try:
         while not stop.is_set():
+            tick = (watchdog / 2) if watchdog else 5.0
+            timer_in = rt.next_timer_in_s()        # wake when the next timer rings
             try:
-                await asyncio.wait_for(stop.wait(), timeout=(watchdog / 2) if watchdog else 5.0)
+                await asyncio.wait_for(stop.wait(), timeout=min(tick, timer_in + 0.05)
+                                       if timer_in is not None else tick)
             except asyncio.TimeoutError:
                 pass
+            for text in rt.finished_timers():
+                log.info("timer finished: %s", text)
+                app[ANNOUNCE_KEY].append(text)
             systemd_notify.watchdog_ping()
             # re-probe failed cache tiers even without traffic, off the event loop
             await loop.run_in_executor(None, rt.stages.cache.probe_due)

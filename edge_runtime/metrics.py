@@ -57,6 +57,8 @@ class Metrics:
                                    ["tier"], registry=r)
         self.cache_tier_errors = Gauge("edge_cache_tier_errors", "Errors seen per cache tier.",
                                        ["tier"], registry=r)
+        self.timers_finished = PCounter("edge_timers_finished", "Timers that rang.",
+                                        registry=r)
         self.queue_depth = Gauge("edge_queue_depth", "Requests in flight in the pipeline.",
                                  registry=r)
         self.llm_device = Gauge("edge_llm_provider_info", "The provider running the local LLM.",

@@ -126,6 +126,21 @@ class Runtime:
         log.info("scheduler calibrated: overhead %.1f ms + %.3f ms/prompt token",
                  p.overhead_s * 1e3, p.per_token_s * 1e3)
 
+    def finished_timers(self) -> list[str]:
+        """Spoken announcements of timers that finished since the last call."""
+        timers = getattr(self.stages.skills, "timers", None)
+        if timers is None:
+            return []
+        done = [f"{t.label()[0].upper()}{t.label()[1:]} is done." for t in timers.pop_finished()]
+        for _ in done:
+            self.metrics.timers_finished.inc()
+        return done
+
+    def next_timer_in_s(self) -> float | None:
+        timers = getattr(self.stages.skills, "timers", None)
+        deadline = timers.next_deadline() if timers is not None else None
+        return None if deadline is None else max(0.0, deadline - self.pipeline.clock.monotonic())
+
     def refresh_gauges(self) -> None:
         if self.stages.cloud is not None:
             self.metrics.set_cloud_state(self.stages.cloud.state)

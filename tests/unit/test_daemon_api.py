@@ -3,7 +3,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from edge_runtime.config import load_config
-from edge_runtime.daemon import make_app
+from edge_runtime.daemon import RUNTIME_KEY, make_app
 from edge_runtime.runtime import Runtime
 from tests.pipeline_fakes import make_pipeline
 
@@ -80,5 +80,27 @@ async def test_token_required_when_configured():
         ok = await c.post("/v1/ask", json={"text": "what time is it"},
                           headers={"Authorization": "Bearer s3cret"})
         assert ok.status == 200
+    finally:
+        await c.close()
+
+
+async def test_finished_timers_are_announced_once(tmp_path):
+    from edge_runtime.clock import FakeClock
+    from edge_runtime.skills import SkillRegistry
+    from edge_runtime.types import Intent
+    c = await _client()
+    try:
+        rt = c.server.app[RUNTIME_KEY]
+        clock = FakeClock()
+        rt.stages.skills = SkillRegistry.from_config(rt.cfg.skills, clock)
+        rt.stages.skills.get("timer").handle(
+            Intent("timer_set", 1.0, {"duration": {"minutes": 5}, "duration_s": 300.0}),
+            "set a timer for five minutes")
+        assert (await (await c.get("/v1/announcements")).json())["announcements"] == []
+        clock.advance(301)
+        body = await (await c.get("/v1/announcements")).json()
+        assert body["announcements"] == ["The timer for 5 minutes is done."]
+        assert (await (await c.get("/v1/announcements")).json())["announcements"] == []
+        assert "edge_timers_finished_total 1.0" in await (await c.get("/metrics")).text()
     finally:
         await c.close()
