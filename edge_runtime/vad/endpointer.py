@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import VadConfig as _VAD   # the defaults live in the config, once
 from ..errors import ConfigError
 from .base import VadEngine
 
@@ -31,15 +32,16 @@ RATE = 16_000
 
 @dataclass(frozen=True)
 class EndpointConfig:
-    threshold: float = 0.5           # speech when prob >= threshold
-    neg_threshold: float = 0.35      # silence when prob < neg_threshold (hysteresis)
-    start_ms: float = 64.0           # speech needed to start an utterance
-    end_silence_ms: float = 256.0    # silence that ends it (tuned: the smallest value that
-                                     # cut none of 50 test utterances was 192 ms)
-    pause_ms: float = 96.0           # silence after which a SpeechPause is emitted
-    preroll_ms: float = 256.0        # audio kept from before the onset
-    min_speech_ms: float = 150.0     # shorter utterances end as "too_short"
-    max_utterance_s: float = 15.0    # longer ones are cut ("max_length")
+    """Endpointing thresholds; defaults and units are the config's [vad] keys."""
+
+    threshold: float = _VAD.threshold
+    neg_threshold: float = _VAD.neg_threshold
+    start_ms: float = _VAD.start_ms
+    end_silence_ms: float = _VAD.end_silence_ms
+    pause_ms: float = _VAD.pause_ms
+    preroll_ms: float = _VAD.preroll_ms
+    min_speech_ms: float = _VAD.min_speech_ms
+    max_utterance_s: float = _VAD.max_utterance_s
 
     def validate(self) -> "EndpointConfig":
         if not 0.0 < self.neg_threshold <= self.threshold < 1.0:

