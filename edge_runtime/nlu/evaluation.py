@@ -7,10 +7,12 @@ Two paths are measured, one query at a time:
   (what the issue's 5 ms target covers); for v1 models, the v1 ``Understander.classify``
 - ``parse``: the whole ``Understander.parse`` (bad-input guard, known-word abstain, slots)
 
-Intent metrics come from ``parse`` (what the daemon does). For encoder models, the two
-oos schemes are also reported from the classifier alone: ``threshold`` (the calibrated
-threshold on the best in-scope probability, plus the oos class) and ``class`` (oos only
-when the oos class wins).
+Intent metrics come from ``parse`` (what the daemon does). For encoder models, the oos
+schemes are also reported from the classifier alone: ``threshold`` (the calibrated
+threshold on the best in-scope probability, plus the oos class), ``class`` (oos only
+when the oos class wins) and, for models with a nearest-neighbour memory, ``score``
+(``oos.OosScore``: classifier doubt + distance to the nearest training sentence; what
+the daemon uses when the model has it).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from .datasets import Example
 from .encoder import INTENTS_FILE
 from .loader import load_intents
 from .metrics import confusion, intent_metrics, per_intent, percentiles_ms, predict_with_threshold
+from .oos import predict_with_score
 from .text import normalize_text
 from .understander import Understander
 
@@ -76,15 +79,22 @@ def evaluate(nlu: Understander, rows: Sequence[Example], repeats: int = 3,
     report["per_intent"] = per_intent(gold, pred)
     encoder = nlu._encoder
     if encoder is not None:
-        probs = np.stack([encoder.probabilities(normalize_text(t)) for t in texts])
+        analysed = [encoder.analyse(normalize_text(t)) for t in texts]
+        probs = np.stack([p for p, _ in analysed])
         report["schemes"] = {
             "threshold": {"threshold": encoder.oos_threshold, **intent_metrics(
                 gold, predict_with_threshold(encoder.labels, probs, encoder.oos_threshold))},
             "class": {"threshold": 0.0, **intent_metrics(
                 gold, predict_with_threshold(encoder.labels, probs, 0.0))},
         }
+        if encoder.scorer is not None:
+            nearest = np.array([n for _, n in analysed], np.float64)
+            report["schemes"]["score"] = {"threshold": encoder.scorer.threshold, **intent_metrics(
+                gold, predict_with_score(encoder.labels, probs, nearest, encoder.scorer))}
         report["model"] = {"dir": str(encoder.model_dir), "bytes": _dir_model_bytes(encoder.model_dir),
                            "precision": encoder.meta.get("precision"),
+                           "members": (encoder.meta.get("settings") or {}).get("members", 1),
+                           "oos_scheme": "score" if encoder.scorer is not None else "threshold",
                            "train_s": (encoder.meta.get("fit") or {}).get("train_s")}
         classify = lambda t: encoder.classify(normalize_text(t))   # noqa: E731
     else:

