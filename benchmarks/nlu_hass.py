@@ -4,15 +4,20 @@
     python -m edge_runtime.nlu.cli train --data DIR/train.jsonl --out DIR/model --max-minutes 10
     python -m benchmarks.nlu_asr --data DIR/test.jsonl --out DIR/asr.jsonl --limit 300
     python -m benchmarks.nlu_hass eval --work DIR [--asr FILE] [--json]
+    python -m benchmarks.nlu_hass export --work DIR --model DIR/model
 
 ``prepare`` samples the English templates (hassil 3.12.1, home-assistant-intents
 2026.10.27) into a training set (seed 1) and a held-out test set (seed 2, sentences of the
 training set removed), both with slot values; the 100 CLINC150 out-of-scope training rows
 join the training set as ``oos``. ``eval`` scores intent accuracy and exact slots (intent
-right and every slot value equal) for ours (encoder + ``SlotFiller``), hassil, and a hybrid
-(hassil's templates first, ours when no template matches) in the same run, on the text and, when
-``DIR/asr.jsonl`` exists (``benchmarks.nlu_asr``), on the transcripts of the same sentences
-spoken by Piper (joe) and heard by faster-whisper tiny.en (beam 1, int8).
+right and every slot value equal) for ours (encoder + ``SlotFiller``), hassil, and the
+hybrid the daemon uses (``hass_model.combine``: ours and hassil's template match
+reconciled) in the same run, on the text and, when ``DIR/asr.jsonl`` (or ``--asr``) exists
+(``benchmarks.nlu_asr``), on the transcripts of the same sentences spoken by Piper (joe)
+and heard by faster-whisper tiny.en (beam 1, int8). ``export`` writes the daemon's Home
+Assistant files into a trained model directory (``hass.json``: template pins and slot
+tables; ``intents.yaml``: skills per intent; see ``edge_runtime.nlu.hass_model``), so
+``nlu.model_dir`` set to it gives Hass intents their slots and skills.
 """
 from __future__ import annotations
 
@@ -21,9 +26,10 @@ import json
 import time
 from pathlib import Path
 
-from edge_runtime.nlu.datasets import Example, read_jsonl, write_jsonl
+from edge_runtime.nlu.datasets import Example, read_jsonl
 from edge_runtime.nlu.encoder import EncoderIntentModel
 from edge_runtime.nlu.hass import HassData, SlotFiller
+from edge_runtime.nlu.hass_model import combine, export_model, prepare_dataset
 from edge_runtime.nlu.metrics import percentiles_ms
 from edge_runtime.nlu.text import normalize_text
 
@@ -31,16 +37,8 @@ CLINC_TRAIN = Path("/work/shared/data/clinc150/train.jsonl")
 
 
 def prepare(work: Path, per_template: int, test_per_template: int, clinc_train: Path) -> dict:
-    hass = HassData()
-    train = hass.sample(per_template, seed=1)
-    seen = {normalize_text(r.text) for r in train}
-    test = [r for r in hass.sample(test_per_template, seed=2) if normalize_text(r.text) not in seen]
     oos = [r for r in read_jsonl(clinc_train) if r.intent == "oos"] if clinc_train.is_file() else []
-    work.mkdir(parents=True, exist_ok=True)
-    write_jsonl(train + oos, work / "train.jsonl")
-    write_jsonl(test, work / "test.jsonl")
-    return {"train": len(train), "oos": len(oos), "test": len(test),
-            "intents": len({r.intent for r in train})}
+    return prepare_dataset(work, per_template, test_per_template, oos)
 
 
 def _score(rows: list[tuple[Example, str]], parse) -> dict:
@@ -68,9 +66,12 @@ def evaluate(work: Path, model_dir: Path, asr: Path | None = None) -> dict:
     filler = SlotFiller(hass, train)
     model = EncoderIntentModel(model_dir)
 
+    def ours_with_confidence(text: str):
+        name, confidence = model.classify(normalize_text(text))
+        return (name, filler.fill(name, text) if name != "oos" else ()), confidence
+
     def ours(text: str):
-        name, _ = model.classify(normalize_text(text))
-        return name, (filler.fill(name, text) if name != "oos" else ())
+        return ours_with_confidence(text)[0]
 
     sets = {"text": [(r, r.text) for r in read_jsonl(work / "test.jsonl")]}
     asr = asr or work / "asr.jsonl"
@@ -80,9 +81,8 @@ def evaluate(work: Path, model_dir: Path, asr: Path | None = None) -> dict:
                 for o in asr_rows]
         sets["asr_sentences_as_text"] = [(g, g.text) for g in gold]
         sets["asr_transcripts"] = [(g, o["text"]) for g, o in zip(gold, asr_rows)]
-    def hybrid(text: str):                  # the templates first, the model when they fail
-        parsed = hass.hassil_parse(text)
-        return parsed if parsed[0] != "oos" else ours(text)
+    def hybrid(text: str):                  # both, reconciled by hass_model.combine
+        return combine(*ours_with_confidence(text), hass.hassil_parse(text))
 
     report = {}
     for name, rows in sets.items():
@@ -92,9 +92,14 @@ def evaluate(work: Path, model_dir: Path, asr: Path | None = None) -> dict:
     return report
 
 
+def export(work: Path, model_dir: Path) -> dict:
+    """Write ``hass.json`` and ``intents.yaml`` (from WORK/train.jsonl) into ``model_dir``."""
+    return {"written": [str(p) for p in export_model(read_jsonl(work / "train.jsonl"), model_dir)]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("action", choices=("prepare", "eval"))
+    ap.add_argument("action", choices=("prepare", "eval", "export"))
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--model", type=Path, help="model directory (default WORK/model)")
     ap.add_argument("--per-template", type=int, default=8)
@@ -105,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.action == "prepare":
         out = prepare(args.work, args.per_template, args.test_per_template, args.clinc_train)
+    elif args.action == "export":
+        out = export(args.work, args.model or args.work / "model")
     else:
         out = evaluate(args.work, args.model or args.work / "model", args.asr)
     if args.json or args.action != "eval":

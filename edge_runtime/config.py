@@ -69,6 +69,8 @@ class NluConfig:
     intents_file: str = ""             # "" = the built-in everyday intent set
     model_dir: str = ""                # a model from `nlu train` (onnxruntime); "" = built-in
     threads: int = 1                   # classifier threads (one query at a time)
+    hass_templates: bool = True        # Home Assistant models: also match hassil's templates
+                                       # (needs the `hass` extra at the pinned versions)
     oos_threshold: float = 0.45        # below this confidence the request is out of scope
     max_text_chars: int = 2000         # longer requests are rejected with a clear error
     lists: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {

