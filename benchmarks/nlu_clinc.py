@@ -3,6 +3,15 @@
     python -m benchmarks.nlu_clinc extra-oos --model DIR1 --out train_plus.jsonl [--max-conf 0.75]
     python -m benchmarks.nlu_clinc asr-subset --out subset.jsonl [--in-scope 300]
 
+The recipe (C = ../shared/data/clinc150, M = ~/.cache/edge-runtime/nlu):
+
+    edge-runtime nlu train --data C/train.jsonl --val C/val.jsonl --out M/clinc-run1
+    python -m benchmarks.nlu_clinc extra-oos --model M/clinc-run1 --out M/clinc_train_plus.jsonl
+    edge-runtime nlu train --data M/clinc_train_plus.jsonl --val C/val.jsonl \
+        --out M/clinc-ens2 --members 2 --epochs 3 --max-minutes 28
+    edge-runtime nlu eval --data C/val.jsonl --model M/clinc-ens2 --json
+    python -m benchmarks.nlu_latency --model M/clinc-ens2 --data C/val.jsonl
+
 ``asr-subset`` writes a validation subset for the speech eval (``benchmarks.nlu_asr``):
 ``--in-scope`` random in-scope rows (seed 0) and all 100 out-of-scope rows.
 

