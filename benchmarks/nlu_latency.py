@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
                 times.append(time.perf_counter() - t0)
             rounds[name].append(percentiles_ms(times))
     out = {"model": str(args.model), "model_mb": round((args.model / "model.onnx").stat().st_size / 1e6, 1),
+           "dir_mb": round(sum(p.stat().st_size for p in args.model.iterdir() if p.is_file()) / 1e6, 1),
            "queries": len(texts), "rounds": args.rounds, "cpu": args.cpu}
     for name, rs in rounds.items():
         out[name] = {k: round(statistics.median(r[k] for r in rs), 3) for k in ("p50", "p90", "p99", "mean")}

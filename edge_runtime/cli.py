@@ -21,12 +21,16 @@ from .errors import BadInputError, ConfigError, EdgeError, run_command
 log = logging.getLogger("edge_runtime")
 
 
-def _common() -> argparse.ArgumentParser:
+def _common(top: bool = False) -> argparse.ArgumentParser:
+    """The options every command takes. Sub-commands leave them unset unless given, so
+    `edge-runtime --set a.b=1 nlu parse ...` keeps the top-level value (argparse would
+    otherwise reset it to the sub-command's default)."""
     p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--config", metavar="FILE", help="TOML config file")
-    p.add_argument("--set", dest="overrides", action="append", default=[],
-                   metavar="SECTION.KEY=VALUE", help="override one config key (repeatable)")
-    p.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
+    unset = {} if top else {"default": argparse.SUPPRESS}
+    p.add_argument("--config", metavar="FILE", help="TOML config file", **unset)
+    p.add_argument("--set", dest="overrides", action="append", metavar="SECTION.KEY=VALUE",
+                   help="override one config key (repeatable)", **({"default": []} if top else unset))
+    p.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR", **unset)
     return p
 
 
@@ -209,7 +213,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
     p = argparse.ArgumentParser(prog="edge-runtime", description=__doc__.splitlines()[0],
-                                parents=[common])
+                                parents=[_common(top=True)])
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", parents=[common], help="run the daemon (HTTP API)")
