@@ -110,6 +110,10 @@ class EncoderIntentModel:
                 self.memory = NeighbourMemory.load(self.model_dir / MEMORY_FILE)
             except (OSError, ValueError, KeyError) as exc:
                 raise _fail(self.model_dir, f"{MEMORY_FILE} is unreadable: {exc}") from None
+            dims = self._session.get_outputs()[self._outputs.index("embedding")].shape[-1]
+            if isinstance(dims, int) and dims != self.memory.mean.shape[0]:
+                raise _fail(self.model_dir, f"{MEMORY_FILE} holds {self.memory.mean.shape[0]}-d "
+                                            f"embeddings but model.onnx gives {dims}-d ones")
             if meta.get("oos_score"):
                 self.scorer = OosScore.from_json(meta["oos_score"])
         words = self.model_dir / WORDS_FILE

@@ -16,7 +16,7 @@ so the nearest-neighbour search is one small matrix-vector product per query.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -115,17 +115,17 @@ def calibrate_score(labels: Sequence[str], probs: np.ndarray, nearest: np.ndarra
     the most accurate threshold whose recall is at least that. Returns {"scorer": OosScore
     or None (no oos rows), "metrics": intent metrics at that threshold}."""
     m = margins(labels, probs, oos)
-    base = OosScore(float(m.mean()), float(m.std() or 1.0), float(np.mean(nearest)),
-                    float(np.std(nearest) or 1.0), float("inf"))
+    z = OosScore(float(m.mean()), float(m.std() or 1.0), float(np.mean(nearest)),
+                 float(np.std(nearest) or 1.0), 0.0)
+    scores = z.score(m, nearest)
+    base = replace(z, threshold=float(scores.max()) + 1.0)      # finite: rejects nothing here
     none_rejected = intent_metrics(gold, predict_with_score(labels, probs, nearest, base, oos), oos)
     if not none_rejected["oos_n"] or none_rejected["in_scope_accuracy"] is None:
         return {"scorer": None, "metrics": none_rejected}
-    scores = base.score(m, nearest)
     floor = none_rejected["in_scope_accuracy"] - max_accuracy_drop - 1e-12
     best, best_m = base, none_rejected
     for t in np.unique(np.quantile(scores, np.linspace(0.5, 1.0, 501))):
-        cand = OosScore(base.margin_mean, base.margin_std, base.nearest_mean, base.nearest_std,
-                        float(t))
+        cand = replace(z, threshold=float(t))
         met = intent_metrics(gold, predict_with_score(labels, probs, nearest, cand, oos), oos)
         if target_recall is not None:
             better = met["oos_recall"] >= target_recall and (

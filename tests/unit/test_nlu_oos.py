@@ -126,6 +126,12 @@ def test_corrupt_memory_is_a_clear_error(memory_model: Path) -> None:
         EncoderIntentModel(memory_model)
 
 
+def test_memory_of_another_model_is_refused(memory_model: Path) -> None:
+    NeighbourMemory.build(np.eye(5, 7, dtype=np.float32), dims=4).save(memory_model / MEMORY_FILE)
+    with pytest.raises(ModelDirError, match="7-d"):
+        EncoderIntentModel(memory_model)
+
+
 def test_eval_reports_the_score_scheme_the_daemon_uses(memory_model: Path) -> None:
     rows = [Example("what time is it", "get_time"), Example("will it rain", "weather"),
             Example("clock", OOS), Example("write a poem", OOS)]
