@@ -22,6 +22,18 @@ from edge_runtime.protocol import Chunk, Done, Error, Ping, Pong, Request, decod
 READY_RE = re.compile(r"edge-cloud ready on (tcp://\S+)")
 
 
+
+def stop_process(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after ``grace_s``; nothing when it has already exited."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
 def free_tcp_endpoint() -> str:
     """A loopback endpoint with nothing listening on it (the port was free a moment ago)."""
     with socket.socket() as s:
@@ -194,13 +206,7 @@ def gateway_process(*args: str, bind: str = "tcp://127.0.0.1:0", timeout_s: floa
                                  + "".join(output))
         yield GatewayProcess(proc, found[0], output)
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
         reader.join(5)
 
 
@@ -264,10 +270,5 @@ def llama_server(threads: int = 2, timeout_s: float = 60.0):
             time.sleep(0.2)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         log_file.close()

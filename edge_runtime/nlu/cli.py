@@ -121,32 +121,17 @@ def eval_main(args: argparse.Namespace) -> int:
 def calibrate_main(args: argparse.Namespace) -> int:
     """Re-calibrate the oos threshold and score of ``args.model`` on ``args.data``; rewrites
     meta.json (the score scheme only for models with a nearest-neighbour memory)."""
-    import numpy as np
-
     from .datasets import read_examples
-    from .encoder import META_FILE, EncoderIntentModel
-    from .metrics import calibrate_threshold
-    from .oos import calibrate_score
-    from .text import normalize_text
+    from .encoder import META_FILE, EncoderIntentModel, calibrate_model
 
     model = EncoderIntentModel(args.model)
-    rows = read_examples(args.data)
-    gold = [r.intent for r in rows]
-    analysed = [model.analyse(normalize_text(r.text)) for r in rows]
-    probs = np.stack([p for p, _ in analysed])
-    cal = calibrate_threshold(model.labels, probs, gold, args.max_accuracy_drop)
-    meta = {**model.meta, "oos_threshold": cal["threshold"], "val_class_scheme": cal["class"],
-            "val_threshold_scheme": cal["threshold_metrics"],
-            "calibrated_on": str(args.data), "max_accuracy_drop": args.max_accuracy_drop,
-            "oos_recall_target": args.oos_recall}
-    out = {"oos_threshold": cal["threshold"], "class": cal["class"],
-           "threshold": cal["threshold_metrics"]}
-    if model.memory is not None:
-        nearest = np.array([n for _, n in analysed], np.float64)
-        scored = calibrate_score(model.labels, probs, nearest, gold, args.max_accuracy_drop,
-                                 args.oos_recall)
-        meta["oos_score"] = scored["scorer"].to_json() if scored["scorer"] else None
-        meta["val_score_scheme"] = out["score"] = scored["metrics"]
+    cal = calibrate_model(model, read_examples(args.data), args.max_accuracy_drop, args.oos_recall)
+    meta = {**model.meta, **cal, "calibrated_on": str(args.data),
+            "max_accuracy_drop": args.max_accuracy_drop, "oos_recall_target": args.oos_recall}
+    out = {"oos_threshold": cal["oos_threshold"], "class": cal["val_class_scheme"],
+           "threshold": cal["val_threshold_scheme"]}
+    if "val_score_scheme" in cal:
+        out["score"] = cal["val_score_scheme"]
     path = model.model_dir / META_FILE
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(meta, indent=1), encoding="utf-8")

@@ -36,9 +36,9 @@ from ..errors import ConfigError
 from .augment import asr_variant
 from .datasets import Example
 from .encoder import FORMAT, META_FILE, MODEL_FILE, TOKENIZER_FILE, WORDS_FILE, \
-    EncoderIntentModel, load_tokenizer
-from .metrics import calibrate_threshold, intent_metrics, predict_with_threshold
-from .oos import MEMORY_FILE, NeighbourMemory, calibrate_score
+    EncoderIntentModel, calibrate_model, load_tokenizer
+from .metrics import intent_metrics, predict_with_threshold
+from .oos import MEMORY_FILE, NeighbourMemory
 from .text import normalize_text
 
 log = logging.getLogger(__name__)
@@ -278,35 +278,19 @@ def finish_model(out: Path, rows: list[Example], val: list[Example], labels: tup
     if chosen != MODEL_FILE:
         os.replace(out / chosen, out / MODEL_FILE)
     model = EncoderIntentModel(out)
-    memory = NeighbourMemory.build(
+    model.memory = NeighbourMemory.build(
         np.stack([model.embedding(normalize_text(r.text)) for r in rows if r.intent != "oos"]),
         settings.memory_dims)
-    memory.save(out / MEMORY_FILE)
-    report.update(_calibrate(EncoderIntentModel(out), val, labels, settings))
+    model.memory.save(out / MEMORY_FILE)
+    report.update(calibrate_model(model, val, settings.max_accuracy_drop, settings.oos_recall)
+                  if val else {"oos_threshold": 0.0, "oos_score": None, "val_class_scheme": None,
+                               "val_threshold_scheme": None, "val_score_scheme": None})
     (out / "model.int8.onnx").unlink(missing_ok=True)
     report["model_bytes"] = (out / MODEL_FILE).stat().st_size
     report["dir_bytes"] = sum(p.stat().st_size for p in out.iterdir() if p.is_file())
     (out / META_FILE).write_text(json.dumps(report, indent=1), encoding="utf-8")
     log.info("model written to %s: %s", out, {k: report[k] for k in ("oos_threshold", "dir_bytes")})
     return report
-
-
-def _calibrate(model: EncoderIntentModel, val: list[Example], labels: tuple[str, ...],
-               s: EncoderTrainSettings) -> dict:
-    """Both out-of-scope schemes calibrated on ``val``: meta.json fields."""
-    if not val:
-        return {"oos_threshold": 0.0, "oos_score": None, "val_class_scheme": None,
-                "val_threshold_scheme": None, "val_score_scheme": None}
-    analysed = [model.analyse(normalize_text(r.text)) for r in val]
-    probs = np.stack([p for p, _ in analysed])
-    nearest = np.array([n for _, n in analysed], np.float64)
-    gold = [r.intent for r in val]
-    cal = calibrate_threshold(labels, probs, gold, s.max_accuracy_drop)
-    scored = calibrate_score(labels, probs, nearest, gold, s.max_accuracy_drop, s.oos_recall)
-    return {"oos_threshold": cal["threshold"], "val_class_scheme": cal["class"],
-            "val_threshold_scheme": cal["threshold_metrics"],
-            "oos_score": scored["scorer"].to_json() if scored["scorer"] else None,
-            "val_score_scheme": scored["metrics"]}
 
 
 def _choose_precision(out: Path, fp32: Path, val: list[Example], labels: tuple[str, ...],
