@@ -53,7 +53,8 @@ class ServerConfig:
     port: int = 8080
     token: str = ""                    # required when host is not loopback
     max_body_bytes: int = 1_000_000
-    max_concurrent_requests: int = 32
+    max_concurrent_requests: int = 64  # LLM-bound requests (local + cloud) in flight; skills
+                                       # and cache hits are not counted
 
     def is_loopback(self) -> bool:
         if self.host in ("localhost",):
@@ -81,12 +82,14 @@ class NluConfig:
 
 @dataclass(frozen=True)
 class SkillsConfig:
+    enabled: bool = True               # false: no skill answers (every request goes on to the LLM)
     timezone: str = ""                 # IANA name; "" = the system's local zone
     max_timers: int = 32
 
 
 @dataclass(frozen=True)
 class CacheConfig:
+    enabled: bool = True               # false: no answer cache (nothing looked up or stored)
     memory_items: int = 1024
     disk_enabled: bool = True
     disk_dir: str = ""                 # "" = <paths.home>/answers
@@ -131,6 +134,11 @@ class SchedulerConfig:
     intent_budgets_ms: Mapping[str, float] = field(default_factory=dict)
     calibrate_at_start: bool = True
     ewma_alpha: float = 0.2            # weight of each new observation in the prefill-rate estimate
+    routing: str = "budget"            # budget: local / cloud / refuse by predicted ttft;
+                                       # local: always the local model, queued, never refused
+    max_queue_ms: float = 0.0          # longest queueing delay a place (local or cloud) accepts
+                                       # when neither meets the budget; 0 = the budget itself
+    retry_after_s: float = 1.0         # shortest Retry-After of a refusal
 
 
 @dataclass(frozen=True)
@@ -254,6 +262,12 @@ class Config:
         _check(not bad, "llm.providers", f"unknown provider(s) {bad}; use tensorrt, cuda, cpu")
         _check(self.scheduler.budget_ms > 0, "scheduler.budget_ms", "must be positive")
         _check(0 < self.scheduler.ewma_alpha <= 1, "scheduler.ewma_alpha", "must be within (0, 1]")
+        _check(self.scheduler.routing in ("budget", "local"), "scheduler.routing",
+               "must be budget or local")
+        _check(self.scheduler.max_queue_ms >= 0, "scheduler.max_queue_ms", "must be >= 0")
+        _check(self.scheduler.retry_after_s > 0, "scheduler.retry_after_s", "must be positive")
+        _check(self.server.max_concurrent_requests >= 1, "server.max_concurrent_requests",
+               "must be >= 1")
         _check(self.cloud.deadline_ms > 0, "cloud.deadline_ms", "must be positive")
         _check(self.cloud.max_attempts >= 1, "cloud.max_attempts", "must be >= 1")
         _check(self.cloud.breaker_failures >= 1, "cloud.breaker_failures", "must be >= 1")

@@ -11,13 +11,14 @@ import collections
 import hmac
 import json
 import logging
+import math
 import signal
 
 from aiohttp import web
 
 from . import systemd as systemd_notify
 from .config import Config
-from .errors import BadInputError, EdgeError
+from .errors import BadInputError, EdgeError, OverloadedError
 from .runtime import Runtime
 from .types import CancelToken
 
@@ -28,7 +29,10 @@ ANNOUNCE_KEY = web.AppKey("announcements", collections.deque)
 
 
 def _error(exc: EdgeError) -> web.Response:
-    return web.json_response({"error": exc.to_dict()}, status=exc.http_status)
+    headers = None
+    if isinstance(exc, OverloadedError):
+        headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
+    return web.json_response({"error": exc.to_dict()}, status=exc.http_status, headers=headers)
 
 
 @web.middleware

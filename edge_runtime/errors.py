@@ -79,7 +79,17 @@ class CancelledError(EdgeError):
 
 
 class OverloadedError(EdgeError):
+    """Refused at once because no place can start the answer in time; ``retry_after_s``
+    is when trying again is worth it (HTTP ``Retry-After``)."""
+
     code, stage, retryable, http_status = "overloaded", "pipeline", True, 503
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0, **kwargs) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after_s = max(0.0, float(retry_after_s))
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "retry_after_s": self.retry_after_s}
 
 
 def run_command(fn, args, prog: str = "error") -> int:

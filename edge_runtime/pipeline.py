@@ -1,8 +1,11 @@
-"""The flow, written once: understand -> skill -> cache -> schedule -> local LLM or cloud.
+"""The flow, written once: understand -> skill -> cache -> route (local LLM, cloud, refuse).
 
-``Pipeline.ask`` reads like the diagram in DESIGN.md. Blocking work runs off the event
-loop: the LLM on its own single worker thread (one model session), the rest on a
-small shared pool.
+``Pipeline._answer`` reads like the diagram in DESIGN.md. Skills and cache hits are
+answered here and never wait behind LLM work; everything else goes to the
+:class:`~edge_runtime.scheduler.router.Router`, where the scheduler decides with
+everything already committed and a responder (local, cloud, hedged) answers. Blocking
+work runs off the event loop: the LLM on its own threads (one per request it can decode
+at once), the rest on a small shared pool.
 """
 from __future__ import annotations
 
@@ -13,13 +16,15 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Protocol
 
 from .cache.base import CachedAnswer
-from .cloud_link.hedge import hedged_answer
 from .clock import SYSTEM_CLOCK, Clock
 from .config import Config
-from .errors import BadInputError, EdgeError, ModelMissingError, OverloadedError
+from .errors import BadInputError, EdgeError, OverloadedError
+from .llm.adapter import AsyncLlm
 from .metrics import Metrics
 from .nlu.base import IntentSpec
-from .scheduler import Decision, Scheduler
+from .scheduler import LocalRates, Scheduler
+from .scheduler.responders import CloudResponder, HedgedResponder, Job, LocalResponder
+from .scheduler.router import Router
 from .types import CancelToken, GenerationParams, Intent, Message, Result, Timings
 
 log = logging.getLogger(__name__)
@@ -83,8 +88,7 @@ class Pipeline:
         self.s = stages
         self.metrics = metrics
         self.clock = clock
-        # one model session; with micro-batching up to llm.max_batch requests decode together
-        self._llm_thread = ThreadPoolExecutor(cfg.llm.max_batch, thread_name_prefix="llm")
+        self.llm = AsyncLlm(stages.llm, on_stats=self._llm_stats) if stages.llm else None
         self.conversations = None
         if stages.llm is not None:
             from .llm.conversation import ConversationStore
@@ -94,10 +98,9 @@ class Pipeline:
                 max_turns=c.conversation_max_turns, max_sessions=c.conversation_max_sessions,
                 ttl_s=c.conversation_ttl_s, summary_turns=c.conversation_summary_turns,
                 clock=clock)
+        self.router = build_router(cfg, stages, self.llm, clock)
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="stage")
-        self._admission = asyncio.Semaphore(cfg.server.max_concurrent_requests)
         self.in_flight = 0
-        self._cloud_ttft_s = 0.3     # typical cloud first-token time (EWMA), for hedging
 
     # -- the flow ------------------------------------------------------------------------
     async def ask(self, text: Any, *, cancel: CancelToken | None = None,
@@ -108,25 +111,23 @@ class Pipeline:
         ``session`` names a multi-turn conversation whose earlier turns the LLM sees."""
         t0 = self.clock.monotonic()
         timings = timings or Timings()
-        if self._admission.locked():
-            raise OverloadedError("too many requests in flight",
-                                  hint="retry shortly or raise server.max_concurrent_requests")
-        async with self._admission:
-            self.in_flight += 1
+        self.in_flight += 1
+        self.metrics.queue_depth.set(self.in_flight)
+        try:
+            result = await self._answer(validate_text(text, self.cfg.nlu.max_text_chars),
+                                        t0, timings, cancel or CancelToken(), budget_ms,
+                                        sink or _NullSink(), session)
+            self.metrics.requests.labels("ok").inc()
+            return result
+        except EdgeError as exc:
+            self.metrics.requests.labels("error").inc()
+            self.metrics.observe_error(exc.stage, exc.code)
+            if isinstance(exc, OverloadedError):
+                self.metrics.observe_route("refused", "none", "refused", None)
+            raise
+        finally:
+            self.in_flight -= 1
             self.metrics.queue_depth.set(self.in_flight)
-            try:
-                result = await self._answer(validate_text(text, self.cfg.nlu.max_text_chars),
-                                            t0, timings, cancel or CancelToken(), budget_ms,
-                                            sink or _NullSink(), session)
-                self.metrics.requests.labels("ok").inc()
-                return result
-            except EdgeError as exc:
-                self.metrics.requests.labels("error").inc()
-                self.metrics.observe_error(exc.stage, exc.code)
-                raise
-            finally:
-                self.in_flight -= 1
-                self.metrics.queue_depth.set(self.in_flight)
 
     async def _answer(self, text: str, t0: float, timings: Timings,
                       cancel: CancelToken, budget_ms: float | None,
@@ -134,7 +135,9 @@ class Pipeline:
         intent = await self._timed("nlu", timings, self.s.understander.parse, text)
         spec = self.s.understander.intents.spec(intent.name)
 
-        if spec.skill and (skill := self.s.skills.get(spec.skill)) is not None:
+        skill = self.s.skills.get(spec.skill) if spec.skill and self.cfg.skills.enabled \
+            else None
+        if skill is not None:
             reason = f"skill {spec.skill} handles intent {intent.name}"
             try:
                 answer = await self._run(skill.handle, intent, text)
@@ -146,7 +149,8 @@ class Pipeline:
 
         messages = self._messages(text, session)
         # a follow-up ("and why?") depends on its conversation: never cached
-        key = self.s.make_key(intent, spec, text) if len(messages) <= 2 else None
+        key = self.s.make_key(intent, spec, text) \
+            if len(messages) <= 2 and self.cfg.cache.enabled else None
         if key is not None:
             hit = await self._timed("cache", timings, self.s.cache.get, key)
             self.metrics.observe_cache("hit" if hit else "miss")
@@ -160,54 +164,20 @@ class Pipeline:
         else:
             self.metrics.observe_cache("skip")
 
-        decision = self._decide(messages, intent,
-                                spec.budget_ms if budget_ms is None else budget_ms)
-        route, reason = decision.route, decision.reason
-        if decision.route == "cloud":
-            t_cloud = self.clock.monotonic()
-            out = await hedged_answer(
-                lambda: self._cloud_stream(messages),
-                (lambda tok: self._local_stream(messages, tok)) if self.s.llm else None,
-                hedge_after_s=self._hedge_after_s(decision, t0), sink=sink, clock=self.clock,
-                cancel=cancel)
-            answer, route, reason = out.answer, out.winner, f"{decision.reason}; {out.reason}"
-            device = "cloud" if route == "cloud" else self._local_device()
-            timings.first_token = None if out.first_piece_m is None else out.first_piece_m - t0
-            if route == "cloud" and out.first_piece_m is not None:
-                self._cloud_ttft_s += 0.2 * (out.first_piece_m - t_cloud - self._cloud_ttft_s)
-            if route == "local":
-                code = "hedge_local_won" if out.hedged else "cloud_failed"
-                decision = Decision("local", reason, code, decision.predicted_ttft_s,
-                                    decision.budget_s)
-        else:
-            device = self._local_device()
-            answer = await self._collect(self._local_stream(messages, cancel), t0, timings,
-                                         sink)
+        tokens = self.llm.prompt_tokens(messages) if self.llm is not None else 0
+        job = Job(messages, self._params(), tokens, cancel, sink, t0)
+        out = await self.router.answer(job, intent.name,
+                                       spec.budget_ms if budget_ms is None else budget_ms)
+        self.metrics.predicted_ttft.set(min(self.s.scheduler.forecast(tokens).ttft_s, 1e6))
+        timings.first_token = None if out.first_piece_m is None else out.first_piece_m - t0
         if session is not None and self.conversations is not None:
-            self.conversations.add_answer(session, answer)
-        if key is not None and answer and not cancel.cancelled:
-            entry = CachedAnswer(answer=answer, route=route, created_at=self.clock.time(),
-                                 model=self.cfg.llm.model)
+            self.conversations.add_answer(session, out.answer)
+        if key is not None and out.answer and not cancel.cancelled:
+            entry = CachedAnswer(answer=out.answer, route=out.route,
+                                 created_at=self.clock.time(), model=self.cfg.llm.model)
             await self._run(self.s.cache.put, key, entry, self.s.ttl_for(spec))
-        return self._finish(text, intent, route, device, reason, answer, t0, timings,
-                            decision.code)
-
-    # -- routing -------------------------------------------------------------------------
-    def _decide(self, messages: list[Message], intent: Intent,
-                budget_ms: float | None) -> Decision:
-        cloud = self.s.cloud
-        if self.s.llm is None:
-            if cloud is not None and cloud.available:
-                return Decision("cloud", f"local model unavailable ({self.s.llm_error.message})",
-                                "local_unavailable", float("inf"), 0.0)
-            raise self.s.llm_error or ModelMissingError("no local model loaded")
-        tokens = self.s.llm.prompt_tokens(messages)
-        decision = self.s.scheduler.decide(
-            tokens, intent.name, cloud_enabled=cloud is not None,
-            cloud_available=cloud is not None and cloud.available,
-            intent_budget_ms=budget_ms, local_device=self.s.llm.device)
-        self.metrics.predicted_ttft.set(decision.predicted_ttft_s)
-        return decision
+        return self._finish(text, intent, out.route, out.device, out.reason, out.answer, t0,
+                            timings, out.code)
 
     def _messages(self, text: str, session: str | None) -> list[Message]:
         system = self.cfg.llm.system_prompt
@@ -215,76 +185,10 @@ class Pipeline:
             return [Message("system", system), Message("user", text)]
         return self.conversations.messages(session, system, text)
 
-    def _hedge_after_s(self, decision: Decision, t0: float) -> float:
-        """When to start the local model beside a pending cloud request: once the budget
-        is spent AND the cloud is late by its own standard (1.5x its typical first-token
-        time), so a healthy cloud is not raced for nothing. No hedging: its deadline."""
-        if not self.cfg.cloud.hedge:
-            return self.cfg.cloud.deadline_ms / 1000.0
-        remaining = decision.budget_s - (self.clock.monotonic() - t0)
-        return max(0.0, remaining, 1.5 * self._cloud_ttft_s)
-
-    def _local_device(self) -> str:
-        if self.s.llm is None:
-            raise self.s.llm_error or ModelMissingError("no local model loaded")
-        return self.s.llm.device
-
-    async def _cloud_stream(self, messages: list[Message]) -> AsyncIterator[str]:
-        deadline_s = self.cfg.cloud.deadline_ms / 1000.0
-        async for piece in self.s.cloud.stream(messages, self._params(), deadline_s):
-            yield piece
-
-    async def _local_stream(self, messages: list[Message],
-                            cancel: CancelToken) -> AsyncIterator[str]:
-        """Run the engine's generator on the LLM thread; hand pieces to the event loop."""
-        if self.s.llm is None:
-            raise self.s.llm_error or ModelMissingError("no local model loaded")
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue = asyncio.Queue(maxsize=self.cfg.llm.max_new_tokens + 8)
-        done = object()
-        engine, params, sched = self.s.llm, self._params(), self.s.scheduler
-
-        def work() -> None:
-            tokens = engine.prompt_tokens(messages)
-            t_start = self.clock.monotonic()
-            first: float | None = None
-            sched.local_started()
-            try:
-                for piece in engine.generate(messages, params, cancel):
-                    if first is None:
-                        first = self.clock.monotonic() - t_start
-                    loop.call_soon_threadsafe(queue.put_nowait, piece)
-                loop.call_soon_threadsafe(queue.put_nowait, done)
-            except BaseException as exc:  # handed to the awaiting coroutine
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
-            finally:
-                sched.local_finished(tokens, first, self.clock.monotonic() - t_start)
-                stats = getattr(engine, "last_stats", None) or {}
-                if stats.get("decode_tps"):
-                    self.metrics.tokens_per_s.labels("local").set(stats["decode_tps"])
-
-        fut = loop.run_in_executor(self._llm_thread, work)
-        completed = False
-        try:
-            while (item := await queue.get()) is not done:
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-            completed = True
-        finally:
-            if not completed:      # the consumer went away: stop decoding within a token
-                cancel.cancel()
-            await asyncio.shield(fut)
-
-    async def _collect(self, stream: AsyncIterator[str], t0: float, timings: Timings,
-                       sink: AnswerSink) -> str:
-        pieces: list[str] = []
-        async for piece in stream:
-            if timings.first_token is None:
-                timings.first_token = self.clock.monotonic() - t0
-            pieces.append(piece)
-            sink.piece(piece)
-        return "".join(pieces).strip()
+    def _llm_stats(self, stats: dict) -> None:
+        tps = stats.get("decode_tok_s") or stats.get("decode_tps")
+        if tps:
+            self.metrics.tokens_per_s.labels("local").set(tps)
 
     def _params(self) -> GenerationParams:
         c = self.cfg.llm
@@ -324,5 +228,25 @@ class Pipeline:
                       reason=reason, answer=answer, timings=timings)
 
     def close(self) -> None:
-        self._llm_thread.shutdown(wait=False, cancel_futures=True)
+        if self.llm is not None:
+            self.llm.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def build_router(cfg: Config, stages: Stages, llm: AsyncLlm | None, clock: Clock) -> Router:
+    """The local/cloud fork for these stages: a responder per place that exists."""
+    sched = stages.scheduler
+    if stages.llm is not None and isinstance(stages.llm, LocalRates):
+        sched.attach_engine(stages.llm)
+    local = LocalResponder(llm, clock) if llm is not None else None
+    cloud = None
+    if stages.cloud is not None:
+        deadline_s = cfg.cloud.deadline_ms / 1000.0
+        cloud = HedgedResponder(stages.cloud, llm, sched, deadline_s=deadline_s, clock=clock) \
+            if cfg.cloud.hedge else \
+            CloudResponder(stages.cloud, llm, sched, deadline_s=deadline_s, hedge=False,
+                           clock=clock)
+    return Router(sched, local=local, cloud=cloud, cloud_view=stages.cloud,
+                  limit=cfg.server.max_concurrent_requests,
+                  local_device=llm.device if llm is not None else "none",
+                  local_error=stages.llm_error)

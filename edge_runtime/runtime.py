@@ -1,7 +1,6 @@
 """Build every stage from one Config; start and stop them in order."""
 from __future__ import annotations
 
-import asyncio
 import logging
 import statistics
 from dataclasses import dataclass
@@ -99,8 +98,7 @@ class Runtime:
         if self.stages.cloud is not None:
             await self.stages.cloud.start()
         if self.stages.llm is not None and self.cfg.scheduler.calibrate_at_start:
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self.pipeline._llm_thread, self.calibrate)
+            await self.pipeline.llm.run(self.calibrate)
         self.refresh_gauges()
 
     def calibrate(self, rounds: int = 3) -> None:
@@ -159,6 +157,7 @@ class Runtime:
             "cloud": self.stages.cloud.state if self.stages.cloud is not None else "disabled",
             "cache": cache_states,
             "in_flight": self.pipeline.in_flight,
+            "local_queue": self.stages.scheduler.local.counts(),
         }
         degraded = llm is None or any(s.startswith("failed") for s in cache_states.values()) \
             or out["cloud"] == "down"

@@ -78,6 +78,10 @@ class FakeCloud:
         self.pieces, self.fail_after, self.available = pieces, fail_after, available
         self.state = "up" if available else "down"
         self.calls = 0
+        self.predicted_s = 0.0          # what the gateways' heartbeats would predict
+
+    def predict_ttft_s(self):
+        return self.predicted_s, f"cloud ttft ~{self.predicted_s * 1e3:.0f} ms (fake)"
 
     async def stream(self, messages, params, deadline_s):
         self.calls += 1

@@ -100,11 +100,13 @@ class _Runner:
 
 async def hedged_answer(cloud: CloudFactory, local: LocalFactory | None, *,
                         hedge_after_s: float, sink: Sink, clock: Clock = SYSTEM_CLOCK,
-                        cancel: CancelToken | None = None) -> HedgeOutcome:
+                        cancel: CancelToken | None = None,
+                        can_hedge: Callable[[], bool] | None = None) -> HedgeOutcome:
     """Answer from the cloud, hedged by the local model after ``hedge_after_s`` seconds
     without a cloud piece (see module doc). ``local`` is None when there is no local model
     (then the cloud is simply awaited and its failure raised). ``cancel`` (barge-in) stops
-    the local generation too. Raises ``CloudUnavailableError`` when the cloud fails and
+    the local generation too. ``can_hedge`` is asked once the hedge is due: False (the local
+    model is too busy to help) keeps waiting for the cloud alone. Raises ``CloudUnavailableError`` when the cloud fails and
     there is no local model; the local model's own error when it fails."""
     cancel = cancel or CancelToken()
     local_token = _LinkedToken(cancel)
@@ -113,7 +115,8 @@ async def hedged_answer(cloud: CloudFactory, local: LocalFactory | None, *,
     hedged = False
     try:
         await asyncio.wait({c.task}, timeout=max(0.0, hedge_after_s))
-        if not c.task.done() and local is not None and not cancel.cancelled:
+        if not c.task.done() and local is not None and not cancel.cancelled and \
+                (can_hedge is None or can_hedge()):
             hedged = True
             log.info("no cloud piece within %.0f ms: hedging with the local model",
                      hedge_after_s * 1e3)

@@ -1,3 +1,7 @@
-from .scheduler import Decision, Scheduler, TtftPredictor
+"""Where an LLM request is answered: the scheduler's decision and the responders behind it."""
+from .local_queue import LocalForecast, LocalQueue, LocalRates, LocalSlot
+from .predictor import TtftPredictor
+from .scheduler import CloudView, Decision, Plan, Scheduler
 
-__all__ = ["Decision", "Scheduler", "TtftPredictor"]
+__all__ = ["CloudView", "Decision", "LocalForecast", "LocalQueue", "LocalRates", "LocalSlot",
+           "Plan", "Scheduler", "TtftPredictor"]

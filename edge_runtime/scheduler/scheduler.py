@@ -1,17 +1,35 @@
-"""Latency-budget routing: predict the local time to first token, compare with the budget.
+"""Latency-budget routing: local, cloud, or a fast refusal, decided with everything committed.
 
-predicted_ttft = queue_wait + overhead + prompt_tokens * prefill_s_per_token, times the
-device's slowdown (thermal throttling on a simulated/real Jetson). The two prefill
-parameters are fitted at start-up (two prompts of different length) and then follow
-every real request through an exponentially weighted moving average.
+For a request that needs the LLM the scheduler predicts the local time to first token from
+the local queue (:class:`~.local_queue.LocalQueue`: every request already given to the
+local model, queued or running, at the engine's batch size) times the device's slowdown
+(thermal throttling, GPU lost), and the cloud's from what the gateways report in their
+heartbeats (``predict_ttft_s`` of the cloud client). Then:
+
+1. local within the budget: a local slot is reserved in the same step as the forecast;
+2. else the cloud within the budget (and the link up): cloud (hedged by the local model if
+   its first piece is late);
+3. else the faster of the two among those whose queueing delay stays within
+   ``scheduler.max_queue_ms`` (default: the budget): the answer starts late but soon, and
+   the reason says so (an idle but slow device still answers when the cloud is down);
+4. else a refusal at once (``OverloadedError`` with ``retry_after_s``; HTTP 503 +
+   ``Retry-After``), never a 20 s wait.
+
+``scheduler.routing = "local"`` turns routing off (every request queued on the local model:
+the monolithic baseline of ``bench load``).
 """
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..config import SchedulerConfig
+from .local_queue import LocalForecast, LocalQueue, LocalRates, LocalSlot
+from .predictor import TtftPredictor
+
+INF = float("inf")
 
 
 class DeviceState(Protocol):
@@ -28,99 +46,143 @@ class CpuGpuRatio(Protocol):
     def ttft_s(self, prompt_tokens: int, *, gpu: bool = True, slowdown: float = 1.0) -> float: ...
 
 
+class CloudView(Protocol):
+    """What the scheduler reads of the cloud client."""
+
+    @property
+    def available(self) -> bool: ...
+
+    def predict_ttft_s(self) -> tuple[float, str]:
+        """Predicted first-piece time of a request sent now, and a few words on why."""
+
+
 @dataclass(frozen=True)
 class Decision:
-    route: str            # "local" or "cloud"
+    route: str            # "local", "cloud" or "refuse"
     reason: str           # human-readable, returned with the answer
     code: str             # short label for metrics
     predicted_ttft_s: float
     budget_s: float
+    cloud_ttft_s: float = INF
+    retry_after_s: float = 0.0
 
 
-class TtftPredictor:
-    """Linear prefill model (overhead + per-token cost) with EWMA updates; thread-safe."""
+@dataclass
+class Plan:
+    """A decision and, for a local one, the slot reserved with it (release it when done)."""
 
-    def __init__(self, alpha: float = 0.2, overhead_s: float = 0.02,
-                 per_token_s: float = 0.002, service_s: float = 0.5) -> None:
-        self.alpha = alpha
-        self.overhead_s = overhead_s
-        self.per_token_s = per_token_s
-        self.service_s = service_s        # mean whole-answer time, for the queue estimate
-        self._lock = threading.Lock()
-        self.observations = 0
-
-    def calibrate(self, samples: list[tuple[int, float]]) -> None:
-        """Fit overhead and per-token cost from (prompt_tokens, ttft_s) pairs (>= 2 lengths)."""
-        if len(samples) < 2:
-            raise ValueError("calibration needs at least two samples")
-        n = len(samples)
-        mx = sum(t for t, _ in samples) / n
-        my = sum(s for _, s in samples) / n
-        var = sum((t - mx) ** 2 for t, _ in samples)
-        with self._lock:
-            if var > 0:
-                slope = sum((t - mx) * (s - my) for t, s in samples) / var
-                self.per_token_s = max(slope, 1e-6)
-                # may be negative: with the system prompt's KV reused, its tokens cost
-                # nothing, and the line's intercept absorbs that
-                self.overhead_s = my - self.per_token_s * mx
-            else:
-                self.per_token_s = max(my / max(mx, 1), 1e-6)
-                self.overhead_s = 0.0
-
-    def predict(self, prompt_tokens: int, queued: int = 0) -> float:
-        with self._lock:
-            prefill = max(self.overhead_s + prompt_tokens * self.per_token_s, 0.0)
-            return queued * self.service_s + prefill
-
-    def observe(self, prompt_tokens: int, ttft_s: float, total_s: float | None = None) -> None:
-        """Fold a measured request into the model (the per-token rate absorbs the error)."""
-        with self._lock:
-            a = self.alpha
-            self.observations += 1
-            if prompt_tokens > 0:
-                rate = max((ttft_s - self.overhead_s) / prompt_tokens, 1e-6)
-                self.per_token_s = (1 - a) * self.per_token_s + a * rate
-            if total_s is not None:
-                self.service_s = (1 - a) * self.service_s + a * total_s
+    decision: Decision
+    slot: LocalSlot | None = None
 
 
 class Scheduler:
     def __init__(self, cfg: SchedulerConfig, predictor: TtftPredictor | None = None,
-                 device: DeviceState | None = None, latency: CpuGpuRatio | None = None) -> None:
+                 device: DeviceState | None = None, latency: CpuGpuRatio | None = None,
+                 rates: LocalRates | None = None) -> None:
         """``device``: live or simulated telemetry (throttling, GPU loss); ``latency``: the
-        profile's latency model, used for how much slower the CPU is when the GPU is lost."""
+        profile's latency model, used for how much slower the CPU is when the GPU is lost;
+        ``rates``: the local engine's capacity and step times (None: one at a time)."""
         self.cfg = cfg
         self.predictor = predictor or TtftPredictor(alpha=cfg.ewma_alpha)
+        self.local = LocalQueue(self.predictor, rates)
         self.device = device
         self.latency = latency
+        self.cloud_ttft_s = 0.3          # observed cloud first-piece time (EWMA), for hedging
         self._lock = threading.Lock()
-        self.local_in_flight = 0
+
+    def attach_engine(self, rates: LocalRates | None) -> None:
+        self.local.rates = rates
 
     def budget_s(self, intent: str, override_ms: float | None = None) -> float:
         ms = override_ms if override_ms is not None else \
             self.cfg.intent_budgets_ms.get(intent, self.cfg.budget_ms)
         return ms / 1000.0
 
-    def decide(self, prompt_tokens: int, intent: str, *, cloud_enabled: bool,
-               cloud_available: bool, intent_budget_ms: float | None = None,
-               local_device: str = "cpu") -> Decision:
-        budget = self.budget_s(intent, intent_budget_ms)
+    # -- the decision --------------------------------------------------------------------
+    def plan(self, prompt_tokens: int, intent: str, *, cloud: CloudView | None,
+             has_local: bool = True, budget_ms: float | None = None,
+             local_device: str = "cpu", local_error: str = "") -> Plan:
+        """Decide where the request goes and reserve its local slot in the same step."""
+        budget = self.budget_s(intent, budget_ms)
+        cloud_up = cloud is not None and cloud.available
+        if not has_local:
+            if cloud_up:
+                return Plan(Decision("cloud", f"local model unavailable ({local_error})",
+                                     "local_unavailable", INF, budget))
+            return Plan(Decision("refuse", f"local model unavailable ({local_error}) and "
+                                 "cloud unavailable", "unavailable", INF, budget))
+        if self.cfg.routing == "local":
+            fc = self.local.forecast(prompt_tokens)
+            return Plan(Decision("local", f"routing off: local model ({fc.describe()})",
+                                 "routing_off", fc.ttft_s, budget),
+                        self.local.reserve(prompt_tokens, forced=True))
         slow, throttled = self._device_factor(prompt_tokens)
-        predicted = self.predictor.predict(prompt_tokens, self.local_in_flight) * slow
-        p_ms, b_ms = predicted * 1000.0, budget * 1000.0
-        if predicted <= budget:
-            return Decision("local", f"predicted local ttft {p_ms:.0f} ms{throttled} <= "
-                            f"{b_ms:.0f} ms budget", "within_budget", predicted, budget)
+        slot, fc = self.local.reserve_if(prompt_tokens, budget, slow)
+        local_s = fc.ttft_s * slow
+        p_ms, b_ms = local_s * 1e3, budget * 1e3
+        if slot is not None:
+            return Plan(Decision("local", f"predicted local ttft {p_ms:.0f} ms{throttled} <= "
+                                 f"{b_ms:.0f} ms budget", "within_budget", local_s, budget), slot)
         over = f"predicted local ttft {p_ms:.0f} ms{throttled} > {b_ms:.0f} ms budget"
-        if not cloud_enabled:
-            return Decision("local", f"{over}; cloud disabled, answering locally on "
-                            f"{local_device}", "cloud_disabled", predicted, budget)
-        if not cloud_available:
-            return Decision("local", f"{over}; cloud unavailable (link down), answering "
-                            f"locally on {local_device}", "cloud_unavailable", predicted, budget)
-        return Decision("cloud", over, "over_budget", predicted, budget)
+        if fc.ahead:
+            over += f" ({fc.describe()})"
+        cloud_s, cloud_why = cloud.predict_ttft_s() if cloud_up else (INF, "")
+        cloud_s = cloud_s if math.isfinite(cloud_s) and cloud_s >= 0 else INF
+        if cloud_s <= budget:
+            return Plan(Decision("cloud", f"{over}; {cloud_why}", "over_budget", local_s,
+                                 budget, cloud_s))
+        # neither starts within the budget: the sooner of the two, if its queue is short
+        bound = (self.cfg.max_queue_ms / 1e3) or budget
+        local_fits = fc.wait_s * slow <= bound
+        cloud_fits = cloud_s <= budget + bound
+        if cloud_fits and (not local_fits or cloud_s < local_s):
+            return Plan(Decision("cloud", f"{over}; {cloud_why}: the sooner of the two",
+                                 "over_budget_cloud_sooner", local_s, budget, cloud_s))
+        if local_fits:
+            why = ("cloud disabled" if cloud is None else
+                   "cloud unavailable (link down)" if not cloud_up else
+                   f"{cloud_why}: local is sooner")
+            code = ("cloud_disabled" if cloud is None else
+                    "cloud_unavailable" if not cloud_up else "over_budget_local_sooner")
+            return Plan(Decision("local", f"{over}; {why}, answering locally on "
+                                 f"{local_device}", code, local_s, budget, cloud_s),
+                        self.local.reserve(prompt_tokens))
+        waits = [fc.wait_s * slow - bound] + ([cloud_s - budget - bound] if cloud_up else [])
+        retry = max(self.cfg.retry_after_s, math.ceil(max(0.0, min(waits))))
+        cloud_part = "cloud disabled" if cloud is None else \
+            "cloud unavailable" if not cloud_up else cloud_why
+        return Plan(Decision("refuse", f"{over}; {cloud_part}; neither can start within "
+                             f"{(budget + bound) * 1e3:.0f} ms", "refused", local_s, budget,
+                             cloud_s, retry_after_s=float(min(retry, 30.0))))
 
+    def forecast(self, prompt_tokens: int) -> LocalForecast:
+        return self.local.forecast(prompt_tokens)
+
+    def try_reserve_local(self, prompt_tokens: int, budget_s: float) -> LocalSlot | None:
+        """A local slot for a hedge, only while the local queue's wait is within bound."""
+        slow, _ = self._device_factor(prompt_tokens)
+        bound = (self.cfg.max_queue_ms / 1e3) or budget_s
+        fc = self.local.forecast(prompt_tokens)
+        if fc.wait_s * slow > bound:
+            return None
+        return self.local.reserve(prompt_tokens)
+
+    # -- hedging -------------------------------------------------------------------------
+    def hedge_after_s(self, decision: Decision, elapsed_s: float) -> float:
+        """When to start the local model beside a pending cloud request: once the budget
+        is spent AND the cloud is late by its own standard (1.5x its typical first-token
+        time, or 1.5x the predicted one when that is longer), so a healthy cloud is not
+        raced for nothing."""
+        typical = self.cloud_ttft_s
+        if math.isfinite(decision.cloud_ttft_s):
+            typical = max(typical, decision.cloud_ttft_s)
+        return max(0.0, decision.budget_s - elapsed_s, 1.5 * typical)
+
+    def observe_cloud_ttft(self, ttft_s: float) -> None:
+        with self._lock:
+            self.cloud_ttft_s += self.cfg.ewma_alpha * (ttft_s - self.cloud_ttft_s)
+
+    # -- device ------------------------------------------------------------------------
     def _device_factor(self, prompt_tokens: int) -> tuple[float, str]:
         """How much slower than calibrated the device is now, and the words for it."""
         if self.device is None:
@@ -136,14 +198,3 @@ class Scheduler:
         if slow <= 1.0:
             return 1.0, ""
         return slow, f" (x{slow:.2f} thermal slowdown: {self.device.describe()})"
-
-    def local_started(self) -> None:
-        with self._lock:
-            self.local_in_flight += 1
-
-    def local_finished(self, prompt_tokens: int, ttft_s: float | None,
-                       total_s: float | None) -> None:
-        with self._lock:
-            self.local_in_flight = max(0, self.local_in_flight - 1)
-        if ttft_s is not None:
-            self.predictor.observe(prompt_tokens, ttft_s, total_s)

@@ -24,7 +24,7 @@ from typing import Any, AsyncIterator, Callable
 import numpy as np
 
 from ..clock import SYSTEM_CLOCK, Clock
-from ..errors import EdgeError
+from ..errors import EdgeError, OverloadedError
 from ..types import CancelToken, Timings
 from ..vad import (Endpointer, SpeechAudio, SpeechEnd, SpeechPause, SpeechResume,
                    SpeechStart)
@@ -34,6 +34,7 @@ from .speaker import Speaker
 log = logging.getLogger(__name__)
 RATE = 16_000
 ECHO_WINDOW_S = 0.5        # reference window: covers output latency (device + PulseAudio)
+BUSY_TEXT = "Sorry, I'm busy right now. Please try again in a moment."
 LEARN_AFTER_S = 0.5        # learn the coupling once playback's sound reaches the mic
 Emit = Callable[[dict[str, Any]], None]
 
@@ -243,6 +244,11 @@ class VoiceSession:
             speaker.cancel()
             cancel.cancel()
             self.emit({"type": "cancelled", "transcript": text})
+        except OverloadedError as exc:     # refused at once: say so rather than stay silent
+            speaker.piece(BUSY_TEXT)
+            speaker.finish()
+            self.emit({"type": "busy", "text": BUSY_TEXT, "error": exc.to_dict()})
+            await speaker.rendered()
         except EdgeError as exc:
             speaker.cancel()
             self.emit({"type": "error", "error": exc.to_dict()})

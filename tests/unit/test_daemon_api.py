@@ -104,3 +104,40 @@ async def test_finished_timers_are_announced_once(tmp_path):
         assert "edge_timers_finished_total 1.0" in await (await c.get("/metrics")).text()
     finally:
         await c.close()
+
+
+async def test_overload_is_refused_at_once_with_retry_after_and_skills_still_answer():
+    import asyncio
+    import threading
+
+    from tests.pipeline_fakes import FakeEngine
+
+    gate = threading.Event()
+
+    class BlockedEngine(FakeEngine):
+        def generate(self, messages, params, cancel=None):
+            gate.wait(10)
+            yield from super().generate(messages, params, cancel)
+
+    cfg = load_config(env={})
+    p = make_pipeline(cfg=cfg, engine=BlockedEngine())
+    p.s.scheduler.predictor.service_s = 5.0       # a held local answer takes 5 s
+    rt = Runtime(cfg=p.cfg, stages=p.s, metrics=p.metrics, pipeline=p)
+    client = TestClient(TestServer(make_app(rt, voice=False)))
+    await client.start_server()
+    try:
+        first = asyncio.ensure_future(client.post("/v1/ask", json={"text": "why is it so"}))
+        while p.s.scheduler.local.committed() == 0:
+            await asyncio.sleep(0.01)
+        r = await client.post("/v1/ask", json={"text": "why is the sea salty"})
+        assert r.status == 503 and int(r.headers["Retry-After"]) >= 1
+        err = (await r.json())["error"]
+        assert err["code"] == "overloaded" and err["retryable"] and err["retry_after_s"] >= 1
+        assert "cloud disabled" in err["message"]
+        skill = await client.post("/v1/ask", json={"text": "what time is it"})
+        assert skill.status == 200 and (await skill.json())["route"] == "skill"
+        gate.set()
+        assert (await first).status == 200
+    finally:
+        gate.set()
+        await client.close()

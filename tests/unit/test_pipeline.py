@@ -72,16 +72,6 @@ async def test_bad_text_is_rejected_clearly(text):
     assert (await p.ask("what time is it")).route == "skill"
 
 
-async def test_consumer_going_away_cancels_generation():
-    engine = FakeEngine(pieces=("a ",) * 50)
-    p = make_pipeline(engine=engine)
-    cancel = CancelToken()
-    stream = p._local_stream([], cancel)
-    assert await stream.__anext__() == "a "
-    await stream.aclose()
-    assert cancel.cancelled
-
-
 class ListSink:
     def __init__(self):
         self.events = []
@@ -91,6 +81,31 @@ class ListSink:
 
     def reset(self):
         self.events.append("<reset>")
+
+
+class SlowEngine(FakeEngine):
+    def generate(self, messages, params, cancel=None):
+        import time
+        for piece in super().generate(messages, params, cancel):
+            time.sleep(0.01)
+            yield piece
+
+
+async def test_a_client_going_away_stops_decoding_and_caches_nothing():
+    import asyncio
+    engine = SlowEngine(pieces=("a ",) * 200)
+    p = make_pipeline(engine=engine)
+    cancel, sink = CancelToken(), ListSink()
+    task = asyncio.create_task(p.ask("why is the sky blue", cancel=cancel, sink=sink))
+    while not sink.events:
+        await asyncio.sleep(0.005)
+    task.cancel()                                  # what aiohttp does when the client leaves
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cancel.cancelled and engine.cancelled   # stopped within a token, not after 200
+    assert len(sink.events) < 200
+    assert p.s.cache.d == {}                       # nothing cached half-done
+    assert p.s.scheduler.local.committed() == 0    # its local slot is free again
 
 
 async def test_sink_gets_pieces_and_a_reset_when_the_cloud_fails_midway():
@@ -131,7 +146,7 @@ class SlowCloud(FakeCloud):
 
 async def test_a_late_cloud_is_hedged_by_the_local_model():
     p = make_pipeline(budget_ms=1, cloud=SlowCloud(delay_s=5.0))
-    p._cloud_ttft_s = 0.01                      # the cloud is usually quick
+    p.s.scheduler.cloud_ttft_s = 0.01                      # the cloud is usually quick
     r = await p.ask("why is the sky blue")
     assert r.route == "local" and r.answer == "Light scatters."
     assert "no cloud piece within" in r.reason
@@ -140,7 +155,7 @@ async def test_a_late_cloud_is_hedged_by_the_local_model():
 
 async def test_a_healthy_cloud_is_not_raced_before_it_is_late():
     p = make_pipeline(budget_ms=1, cloud=SlowCloud(delay_s=0.05))
-    p._cloud_ttft_s = 0.3                       # hedge only after 0.45 s
+    p.s.scheduler.cloud_ttft_s = 0.3                       # hedge only after 0.45 s
     r = await p.ask("why is the sky blue")
     assert r.route == "cloud" and p.s.llm.calls == 0
 

@@ -30,38 +30,59 @@ def _sched(budget_ms=150.0, **kw):
                      TtftPredictor(overhead_s=0.010, per_token_s=0.001))
 
 
+class Cloud:
+    """What the scheduler reads of the cloud client: availability and a prediction."""
+
+    def __init__(self, up=True, predicted_s=0.0):
+        self.available, self.predicted_s = up, predicted_s
+
+    def predict_ttft_s(self):
+        return self.predicted_s, f"cloud ttft ~{self.predicted_s * 1e3:.0f} ms"
+
+
+UP, DOWN = Cloud(), Cloud(up=False)
+
+
+def decide(s, tokens=50, intent="oos", cloud=UP, **kw):
+    """The decision of one plan; its local slot (if any) is released at once."""
+    plan = s.plan(tokens, intent, cloud=cloud, **kw)
+    if plan.slot is not None:
+        plan.slot.release()
+    return plan.decision
+
+
 def test_within_budget_goes_local_with_reason():
-    d = _sched().decide(50, "oos", cloud_enabled=True, cloud_available=True)
+    d = decide(_sched())
     assert d.route == "local" and d.code == "within_budget"
     assert "60 ms <= 150 ms budget" in d.reason
 
 
 def test_over_budget_goes_to_cloud_when_available():
-    d = _sched(budget_ms=1).decide(50, "oos", cloud_enabled=True, cloud_available=True)
+    d = decide(_sched(budget_ms=1))
     assert d.route == "cloud" and "> 1 ms budget" in d.reason
 
 
 def test_over_budget_stays_local_when_cloud_down():
-    d = _sched(budget_ms=1).decide(50, "oos", cloud_enabled=True, cloud_available=False)
+    d = decide(_sched(budget_ms=1), cloud=DOWN)
     assert d.route == "local" and d.code == "cloud_unavailable"
     assert "cloud unavailable" in d.reason
 
 
 def test_per_intent_and_per_request_budgets():
     s = _sched(budget_ms=1, intent_budgets_ms={"oos": 1000})
-    assert s.decide(50, "oos", cloud_enabled=True, cloud_available=True).route == "local"
-    assert s.decide(50, "oos", cloud_enabled=True, cloud_available=True,
-                    intent_budget_ms=1).route == "cloud"
+    assert decide(s).route == "local"
+    assert decide(s, budget_ms=1).route == "cloud"
 
 
 def test_queue_wait_counts_requests_in_flight():
     s = _sched()
     s.predictor.service_s = 0.5
-    s.local_started()
-    d = s.decide(50, "oos", cloud_enabled=True, cloud_available=True)
+    running = s.plan(50, "oos", cloud=UP).slot
+    running.started()
+    d = decide(s)
     assert d.route == "cloud" and d.predicted_ttft_s == pytest.approx(0.56)
-    s.local_finished(50, 0.06, 0.5)
-    assert s.decide(50, "oos", cloud_enabled=True, cloud_available=True).route == "local"
+    running.finished()
+    assert decide(s).route == "local"
 
 
 class Device:
@@ -86,7 +107,7 @@ class Latency:
 def test_thermal_slowdown_scales_the_prediction():
     s = Scheduler(SchedulerConfig(), TtftPredictor(overhead_s=0.0, per_token_s=0.002),
                   device=Device(slow=2.0))
-    d = s.decide(50, "oos", cloud_enabled=True, cloud_available=True)
+    d = decide(s)
     assert d.route == "cloud" and "thermal slowdown" in d.reason
     assert d.predicted_ttft_s == pytest.approx(0.2)
 
@@ -94,7 +115,7 @@ def test_thermal_slowdown_scales_the_prediction():
 def test_gpu_loss_uses_the_cpu_rate_and_says_so():
     s = Scheduler(SchedulerConfig(), TtftPredictor(overhead_s=0.0, per_token_s=0.001),
                   device=Device(gpu=False), latency=Latency())
-    d = s.decide(50, "oos", cloud_enabled=True, cloud_available=True)
+    d = decide(s)
     assert d.predicted_ttft_s == pytest.approx(0.2)
     assert d.route == "cloud" and "gpu provider unavailable" in d.reason
 
@@ -109,7 +130,7 @@ def test_simulated_orin_walks_from_local_to_cloud():
                   device=sim, latency=profile.latency)
     routes = []
     for _ in range(int(sim.duration_s) + 1):
-        routes.append(s.decide(50, "oos", cloud_enabled=True, cloud_available=True).route)
+        routes.append(decide(s).route)
         clock.advance(1.0)
     assert routes[0] == "local" and routes[-1] == "cloud"
 
@@ -120,3 +141,101 @@ def test_reused_prefix_gives_a_negative_intercept_but_never_a_negative_predictio
     assert p.overhead_s < 0
     assert p.predict(60) == pytest.approx(0.050)
     assert p.predict(10) == 0.0
+
+
+# -- under load --------------------------------------------------------------------------
+
+class Rates:
+    """A batching engine's capacity and step times (4 at a time, 10 ms + 2 ms per session)."""
+
+    capacity = 4
+
+    def step_time_s(self, batch):
+        return 0.010 + 0.002 * batch
+
+
+def test_concurrent_decisions_each_count_the_ones_before():
+    s = _sched()                      # 60 ms prefill, one at a time
+    s.predictor.service_s = 0.5
+    cloud = Cloud(predicted_s=0.1)
+    plans = [s.plan(50, "oos", cloud=cloud) for _ in range(4)]
+    # the first takes the local model; nothing has started yet, but the next three see it
+    assert [p.decision.route for p in plans] == ["local", "cloud", "cloud", "cloud"]
+    assert s.local.committed() == 1
+    plans[0].slot.release()
+    assert s.local.committed() == 0 and decide(s, cloud=cloud).route == "local"
+
+
+def test_a_batching_engine_takes_several_before_its_budget_is_spent():
+    s = Scheduler(SchedulerConfig(budget_ms=150),
+                  TtftPredictor(overhead_s=0.010, per_token_s=0.001), rates=Rates())
+    slots = []
+    for _ in range(3):
+        plan = s.plan(20, "oos", cloud=Cloud(predicted_s=1.0))
+        assert plan.decision.route == "local"
+        plan.slot.started()
+        plan.slot.first_token()          # decoding now
+        slots.append(plan.slot)
+    # 3 decoding, one place left: one step of 3 (16 ms) + own prefill (30 ms)
+    assert s.forecast(20).ttft_s == pytest.approx(0.016 + 0.030)
+    slots.append(s.plan(20, "oos", cloud=Cloud(predicted_s=1.0)).slot)
+    # full: the 5th waits for a place: 1/4 of an answer at batch 4 (new_tokens x 18 ms)
+    fc = s.forecast(20)
+    answer_s = s.predictor.prefill_s(24) + s.predictor.new_tokens * 0.018
+    assert fc.ahead == 4 and fc.wait_s == pytest.approx(max(0.030, answer_s / 4) + 0.016)
+
+
+def test_over_budget_everywhere_is_refused_at_once_with_a_retry_time():
+    s = _sched()
+    s.predictor.service_s = 2.0
+    for _ in range(3):
+        s.local.reserve(50)               # 3 answers of 2 s ahead
+    d = decide(s, cloud=Cloud(predicted_s=3.0))
+    assert d.route == "refuse" and d.code == "refused"
+    assert d.retry_after_s >= 1.0 and "neither can start within" in d.reason
+
+
+def test_cloud_down_and_local_queue_long_is_refused_but_an_idle_slow_device_answers():
+    s = Scheduler(SchedulerConfig(budget_ms=150), TtftPredictor(overhead_s=0.3, per_token_s=0))
+    d = decide(s, cloud=DOWN)             # 300 ms prefill, nothing queued: late but answered
+    assert d.route == "local" and d.code == "cloud_unavailable"
+    s.predictor.service_s = 1.0
+    s.local.reserve(50)
+    assert decide(s, cloud=DOWN).route == "refuse"
+    assert decide(s, cloud=None).route == "refuse"
+
+
+def test_routing_off_queues_everything_locally():
+    s = _sched(routing="local")
+    s.predictor.service_s = 5.0
+    for _ in range(10):
+        s.local.reserve(50)
+    d = decide(s, cloud=UP)
+    assert d.route == "local" and d.code == "routing_off"
+
+
+@pytest.mark.parametrize("nonsense", [float("nan"), -1.0, float("inf")])
+def test_a_nonsense_cloud_prediction_never_wins(nonsense):
+    s = _sched(budget_ms=1)
+    d = decide(s, cloud=Cloud(predicted_s=nonsense))
+    assert d.route == "local"             # the idle local model, late but sure
+
+
+def test_the_hedge_waits_for_the_budget_and_a_late_cloud():
+    s = _sched()
+    d = decide(s, budget_ms=1, cloud=Cloud(predicted_s=0.0))
+    s.cloud_ttft_s = 0.2
+    assert s.hedge_after_s(d, elapsed_s=0.0) == pytest.approx(0.3)
+    d = decide(_sched(budget_ms=500), budget_ms=500, cloud=UP)
+    assert s.hedge_after_s(d, elapsed_s=0.1) == pytest.approx(0.4)
+
+
+def test_finished_requests_teach_the_models_but_queued_ones_not_the_prefill_rate():
+    s = _sched()
+    first = s.local.reserve(50)
+    second = s.local.reserve(50)          # queued behind the first
+    second.finished({"ttft_s": 0.5, "prompt_tokens": 50, "total_s": 1.0, "new_tokens": 20})
+    assert s.predictor.per_token_s == pytest.approx(0.001)     # unchanged
+    first.finished({"ttft_s": 0.11, "prompt_tokens": 50, "total_s": 1.0, "new_tokens": 20})
+    assert s.predictor.per_token_s > 0.001
+    assert s.local.committed() == 0

@@ -187,3 +187,26 @@ async def test_a_repeated_answer_is_spoken_from_the_audio_cache():
     assert len(session.records) == 2
     assert stack.audio_cache.hits == 1
     stack.close()
+
+
+class BusyPipeline:
+    """Refuses every request at once, as the scheduler does when nothing can start in time."""
+
+    async def ask(self, text, **_):
+        from edge_runtime.errors import OverloadedError
+        raise OverloadedError("busy: neither can start within 300 ms", retry_after_s=2)
+
+
+async def test_a_refused_request_is_answered_with_a_short_spoken_busy():
+    from edge_runtime.voice.session import BUSY_TEXT
+    clock = FakeClock()
+    stack = _stack()
+    speaker = VirtualSpeaker(16000, clock)
+    events = []
+    session = VoiceSession(stack, BusyPipeline(), speaker, emit=events.append, clock=clock)
+    await _feed(session, clock, np.concatenate([silence(0.5), tone(1.0), silence(0.6)]))
+    await session.finish()
+    busy = next(e for e in events if e["type"] == "busy")
+    assert busy["error"]["code"] == "overloaded" and busy["error"]["retry_after_s"] == 2
+    assert " ".join(stack.tts.calls) == BUSY_TEXT and len(speaker.heard()) > 0
+    stack.close()
