@@ -1,12 +1,18 @@
 """``edge-cloud``: the cloud side of the edge ⇄ cloud link.
 
     edge-cloud serve --bind tcp://127.0.0.1:5555 --backend embedded --model-dir DIR --threads 2
-    edge-cloud serve --backend openai --openai-url http://127.0.0.1:8000/v1 --openai-model NAME
+    edge-cloud serve --backend embedded --max-batch 8      # 8 requests decode together
+    edge-cloud serve --backend openai --openai-url http://127.0.0.1:8000/v1 --openai-model NAME \
+        --openai-parallel 8                                # 8 concurrent HTTP requests
     edge-cloud keys generate DIR [--name server]   # CURVE key pair (`keys DIR` works too)
     edge-cloud keys add KEY_OR_FILE --allow-list FILE [--comment NAME]   # let a device in
 
 ``serve`` prints ``edge-cloud ready on tcp://HOST:PORT`` on stdout once it accepts requests
 and stops cleanly on SIGTERM/SIGINT. Errors print one line and exit non-zero (2: bad input or configuration).
+
+``--workers 0`` (the default) runs as many workers as the backend's capacity (embedded:
+``--max-batch``; openai: ``--openai-parallel``; echo: 8); ``--queue-size 0`` (the
+default) lets ``QUEUE_PER_WORKER`` x workers requests wait.
 """
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ from edge_runtime.errors import EdgeError, run_command
 from .backends.base import Backend
 
 log = logging.getLogger("cloud_fallback")
+
+QUEUE_PER_WORKER = 4       # default --queue-size: this many waiting requests per worker
 
 
 def _default_model_dir() -> Path:
@@ -44,9 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threads", type=int, default=2, help="CPU threads of the embedded engine")
     s.add_argument("--providers", default="cuda,cpu",
                    help="onnxruntime provider order for the embedded engine")
-    s.add_argument("--workers", type=int, default=1, help="concurrent generations")
-    s.add_argument("--queue-size", type=int, default=8,
-                   help="requests waiting for a worker before new ones get 'overloaded'")
+    s.add_argument("--max-batch", type=int, default=8,
+                   help="embedded: concurrent requests decoded together in one batch (1..16; "
+                        "1 = one at a time)")
+    s.add_argument("--workers", type=int, default=0,
+                   help="concurrent generations (0 = the backend's capacity: --max-batch, "
+                        "--openai-parallel, or 8 for echo)")
+    s.add_argument("--queue-size", type=int, default=0,
+                   help="requests waiting for a worker before new ones get 'overloaded' "
+                        f"(0 = {QUEUE_PER_WORKER} x workers)")
     s.add_argument("--max-new-tokens", type=int, default=512,
                    help="cap on the tokens one request may ask for")
     s.add_argument("--openai-url", default="http://127.0.0.1:8000/v1")
@@ -55,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="environment variable holding the API key (never a flag)")
     s.add_argument("--openai-timeout-s", type=float, default=10.0,
                    help="seconds without a byte from the server before a request fails")
+    s.add_argument("--openai-parallel", type=int, default=8,
+                   help="openai: requests sent to the server at once (its parallel slots)")
     s.add_argument("--echo-delay-ms", type=float, default=0.0, help="echo: delay per piece")
     s.add_argument("--echo-repeat", type=int, default=1, help="echo: repeat the message N times")
     s.add_argument("--curve-secret-key-file", default="",
@@ -66,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "when it changes, so added devices get in without a restart")
     s.add_argument("--allow-insecure", action="store_true",
                    help="allow a non-loopback --bind without CURVE (trusted networks only)")
+    s.add_argument("--no-warm-up", action="store_true",
+                   help="serve at once, without measuring the backend on a short prompt first")
     s.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     k = sub.add_parser("keys", help="CURVE keys: generate a pair, add a device to an allow-list")
     ks = k.add_subparsers(dest="keys_command", required=True)
@@ -99,11 +117,24 @@ def make_backend(args: argparse.Namespace) -> Backend:
         from .backends.openai_http import OpenAIBackend
         return OpenAIBackend.from_env(args.openai_url, args.openai_model,
                                       api_key_env=args.openai_api_key_env,
-                                      timeout_s=args.openai_timeout_s)
+                                      timeout_s=args.openai_timeout_s,
+                                      parallel=args.openai_parallel)
     from .backends.embedded import EmbeddedBackend
     providers = tuple(p.strip() for p in args.providers.split(",") if p.strip())
     return EmbeddedBackend(args.model_dir or _default_model_dir(), threads=args.threads,
-                           model_name=args.model_name, providers=providers)
+                           model_name=args.model_name, providers=providers,
+                           max_batch=args.max_batch)
+
+
+def gateway_sizes(args: argparse.Namespace, backend: Backend) -> tuple[int, int]:
+    """(workers, queue_size): the flags, or where 0 (the default) the backend's ``capacity``
+    and ``QUEUE_PER_WORKER`` x workers. Negative values are refused."""
+    if args.workers < 0 or args.queue_size < 0:
+        raise EdgeError("--workers and --queue-size must be >= 0 (0 = automatic)",
+                        code="bad_config", stage="config",
+                        hint="omit them to size the gateway from the backend")
+    workers = args.workers or max(1, int(getattr(backend, "capacity", 1) or 1))
+    return workers, args.queue_size or QUEUE_PER_WORKER * workers
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -121,9 +152,12 @@ def _serve(args: argparse.Namespace) -> int:
                         stage="config", hint="create keys with `edge-cloud keys DIR`")
     backend = make_backend(args)
     try:
-        gateway = Gateway(backend, args.bind, workers=args.workers, queue_size=args.queue_size,
+        workers, queue_size = gateway_sizes(args, backend)
+        gateway = Gateway(backend, args.bind, workers=workers, queue_size=queue_size,
                           max_new_tokens=args.max_new_tokens, curve=curve,
                           allow_insecure=args.allow_insecure)
+        if not args.no_warm_up:
+            gateway.warm_up()
         serve(gateway, ready=_ready)
     finally:
         backend.close()

@@ -7,6 +7,11 @@ inproc PUSH socket. Every terminal decision (Done, Error, cancel, deadline) is m
 filtered in the I/O thread, so a request gets exactly one terminal message and nothing
 after it.
 
+Load: every Pong that asks for it (``PING_WANTS_LOAD``) carries the requests queued, the
+ones generating, the capacity (= workers) and EWMAs of the time from a worker starting a
+request to its first piece and to its whole answer (workers measure, under a lock; the
+I/O thread reads), so a device can predict its first-token time here.
+
 Use from Python (tests)::
 
     with Gateway(EchoBackend(), "tcp://127.0.0.1:0") as gw:
@@ -30,7 +35,8 @@ from edge_runtime.errors import ConfigError
 from edge_runtime.protocol import (ERR_BACKEND, ERR_BAD_REQUEST, ERR_DEADLINE, ERR_OVERLOADED,
                                    ERR_SHUTTING_DOWN, Cancel, Chunk, Done, Error, Ping, Pong,
                                    ProtocolError, Request, decode, encode)
-from edge_runtime.types import CancelToken
+from edge_runtime.protocol.messages import PING_WANTS_LOAD
+from edge_runtime.types import CancelToken, GenerationParams, Message
 
 from .backends.base import Backend
 from .security import CurveServer, endpoint_is_loopback
@@ -39,10 +45,53 @@ log = logging.getLogger(__name__)
 
 _TICK_MS = 20              # I/O loop poll period: bounds deadline-watchdog lateness
 _MAX_BATCH = 256           # frames handled per socket per tick (keeps both sockets served)
+_EWMA_ALPHA = 0.2          # weight of the newest sample in the load EWMAs
+_MIN_MS = 1e-3             # a measured time is never reported as 0 (0 means "unknown")
 
 
 class _Stopping(Exception):
     """Raised inside a worker when the gateway stops while it is handing over a frame."""
+
+
+class LoadMeter:
+    """The gateway's load figures: workers record, the I/O thread snapshots (thread-safe).
+
+    ``prefill_ms``/``service_ms`` are EWMAs (weight ``alpha`` for the newest sample; the
+    first sample sets them) of worker start → first piece and worker start → complete
+    answer; 0 until measured. Cancelled or failed answers do not count as service times.
+    """
+
+    def __init__(self, alpha: float = _EWMA_ALPHA) -> None:
+        self._alpha = alpha
+        self._lock = threading.Lock()
+        self._active = 0
+        self._prefill_ms = 0.0
+        self._service_ms = 0.0
+
+    def _blend(self, old: float, sample_ms: float) -> float:
+        sample_ms = max(_MIN_MS, sample_ms)
+        return sample_ms if old <= 0.0 else old + self._alpha * (sample_ms - old)
+
+    def started(self) -> None:
+        with self._lock:
+            self._active += 1
+
+    def first_piece(self, elapsed_ms: float) -> None:
+        with self._lock:
+            self._prefill_ms = self._blend(self._prefill_ms, elapsed_ms)
+
+    def finished(self, elapsed_ms: float | None) -> None:
+        """A request left its worker; ``elapsed_ms`` is its service time (None: it did not
+        complete, e.g. cancelled or failed)."""
+        with self._lock:
+            self._active = max(0, self._active - 1)
+            if elapsed_ms is not None:
+                self._service_ms = self._blend(self._service_ms, elapsed_ms)
+
+    def snapshot(self) -> tuple[int, float, float]:
+        """(active, prefill_ms, service_ms)."""
+        with self._lock:
+            return self._active, self._prefill_ms, self._service_ms
 
 
 @dataclass
@@ -55,7 +104,8 @@ class _Job:
 class Gateway:
     """Serve ``backend`` on ``bind`` (a ZeroMQ endpoint; port 0 picks a free port).
 
-    ``workers``: concurrent generations (1 for a single model session);
+    ``workers``: concurrent generations (1 for a single model session; the backend's
+    ``capacity`` for a batching or remote one); it is the ``capacity`` Pongs report;
     ``queue_size``: requests waiting for a worker before new ones get ``overloaded``;
     ``max_new_tokens``: cap on a request's ``params.max_new_tokens`` (bounds work per request);
     ``curve``: CURVE keys and client allow-list (required off loopback unless
@@ -80,6 +130,7 @@ class Gateway:
         self._clock = clock
         self._curve = curve
         self._jobs: queue.Queue[_Job] = queue.Queue(maxsize=queue_size)
+        self.load = LoadMeter()
         self._active: dict[tuple[bytes, str], _Job] = {}      # I/O thread only
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -96,6 +147,33 @@ class Gateway:
             Request: self._on_request, Cancel: self._on_cancel, Ping: self._on_ping}
 
     # -- lifecycle ---------------------------------------------------------------------------
+
+    def warm_up(self, rounds: int = 2) -> bool:
+        """Answer a short prompt ``rounds`` times before serving, so the first heartbeats
+        report measured prefill and answer times instead of "unknown" (devices would
+        otherwise fall back to a guess and keep away until they learn). False (logged) when
+        the backend failed: the gateway still serves, and reports times once measured."""
+        msgs = (Message("system", "You are a helpful voice assistant."),
+                Message("user", "Say hello in one short sentence."))
+        params = GenerationParams(max_new_tokens=24, temperature=0.0)
+        try:
+            for _ in range(rounds):
+                start_m = self._clock.monotonic()
+                first_ms: float | None = None
+                for piece in self.backend.generate(msgs, params, CancelToken()):
+                    if first_ms is None and piece:
+                        first_ms = (self._clock.monotonic() - start_m) * 1000.0
+                if first_ms is not None:
+                    self.load.first_piece(first_ms)
+                self.load.started()
+                self.load.finished((self._clock.monotonic() - start_m) * 1000.0)
+        except Exception as exc:  # a backend that is not reachable yet: serve anyway
+            log.warning("warm-up failed (%s: %s); serving without measured times",
+                        type(exc).__name__, exc)
+            return False
+        _, prefill_ms, service_ms = self.load.snapshot()
+        log.info("warmed up: first piece %.0f ms, answer %.0f ms", prefill_ms, service_ms)
+        return True
 
     def start(self) -> str:
         """Bind and start the threads; returns the bound endpoint (e.g. ``tcp://127.0.0.1:40123``)."""
@@ -232,7 +310,17 @@ class Gateway:
             log.debug("dropped a %s for slow peer %s", type(msg).__name__, peer.hex())
 
     def _on_ping(self, peer: bytes, msg: Ping) -> None:
-        self._send(peer, Pong(msg.nonce))
+        if not msg.nonce & PING_WANTS_LOAD:     # an older device: its decoder wants a bare Pong
+            self._send(peer, Pong(msg.nonce))
+            return
+        self._send(peer, self.pong(msg.nonce))
+
+    def pong(self, nonce: int) -> Pong:
+        """A Pong with the current load (``queued`` may count a few cancelled jobs that a
+        worker has not skipped yet)."""
+        active, prefill_ms, service_ms = self.load.snapshot()
+        return Pong(nonce, queued=self._jobs.qsize(), active=active, capacity=self._workers_n,
+                    prefill_ms=prefill_ms, service_ms=service_ms)
 
     def _on_cancel(self, peer: bytes, msg: Cancel) -> None:
         job = self._active.pop((peer, msg.id), None)
@@ -333,16 +421,22 @@ class Gateway:
 
         pieces = 0
         gen: Iterator[str] | None = None
+        start_m = self._clock.monotonic()
+        service_ms: float | None = None
+        self.load.started()
         try:
             gen = iter(self.backend.generate(req.messages, req.params, job.cancel))
             for piece in gen:
                 if job.cancel.cancelled:
                     return
                 if piece:
+                    if not pieces:
+                        self.load.first_piece((self._clock.monotonic() - start_m) * 1000.0)
                     emit(Chunk(req.id, pieces, piece), False)
                     pieces += 1
             if job.cancel.cancelled:
                 return
+            service_ms = (self._clock.monotonic() - start_m) * 1000.0
             emit(Done(req.id, *self._usage(req, pieces)), True)
         except _Stopping:
             log.debug("request %s dropped: the gateway is stopping", req.id)
@@ -353,6 +447,7 @@ class Gateway:
             emit(Error(req.id, ERR_BACKEND, f"{type(exc).__name__}: {exc}",
                        bool(getattr(exc, "retryable", False))), True)
         finally:
+            self.load.finished(service_ms)
             close = getattr(gen, "close", None)
             if close is not None:
                 close()

@@ -142,7 +142,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if repo not in sys.path:
         sys.path.insert(0, repo)
     module = {"voice": "benchmarks.voice_bench", "cloud": "edge_runtime.cloud_link.bench",
-              "llm": "benchmarks.llm_bench"}[args.what]
+              "llm": "benchmarks.llm_bench", "load": "benchmarks.load_bench"}[args.what]
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -235,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_chat)
 
     s = sub.add_parser("bench", help="benchmarks (side by side, medians; --json)")
-    s.add_argument("what", choices=("llm", "voice", "cloud"))
+    s.add_argument("what", choices=("llm", "voice", "cloud", "load"))
     s.add_argument("rest", nargs=argparse.REMAINDER, help="the benchmark's own flags")
     s.set_defaults(fn=cmd_bench)
 

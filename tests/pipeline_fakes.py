@@ -80,7 +80,7 @@ class FakeCloud:
         self.calls = 0
         self.predicted_s = 0.0          # what the gateways' heartbeats would predict
 
-    def predict_ttft_s(self):
+    def predict_ttft_s(self, pending=0):
         return self.predicted_s, f"cloud ttft ~{self.predicted_s * 1e3:.0f} ms (fake)"
 
     async def stream(self, messages, params, deadline_s):

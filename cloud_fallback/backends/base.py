@@ -24,6 +24,8 @@ class Backend(Protocol):
     # Optional: ``prompt_tokens(messages) -> int`` and ``last_usage() -> (prompt_tokens,
     # completion_tokens, finish_reason) | None`` (for the generate just finished in this
     # thread); without them the gateway reports pieces streamed as completion tokens.
+    # ``capacity: int``: how many ``generate`` calls it runs concurrently at full speed
+    # (``edge-cloud serve --workers 0`` starts that many workers; absent = 1).
 
     def close(self) -> None:
         """Release models/connections (called once at gateway shutdown)."""

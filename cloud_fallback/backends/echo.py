@@ -15,11 +15,14 @@ class EchoBackend:
     """Yields the words of the last user message, one piece per word.
 
     ``delay_s``: seconds to wait before each piece (simulates decode speed);
-    ``repeat``: how many times the message is echoed (makes long streams).
+    ``repeat``: how many times the message is echoed (makes long streams);
+    ``capacity``: concurrent generations it advertises (it has no limit of its own).
     """
 
-    def __init__(self, *, delay_s: float = 0.0, repeat: int = 1, model_name: str = "echo") -> None:
+    def __init__(self, *, delay_s: float = 0.0, repeat: int = 1, model_name: str = "echo",
+                 capacity: int = 8) -> None:
         self.model_name = model_name
+        self.capacity = max(1, capacity)
         self._delay_s = max(0.0, delay_s)
         self._repeat = max(1, repeat)
         self._sleeper = threading.Event()   # never set: an interruptible, cancel-aware sleep

@@ -1,6 +1,8 @@
 """OpenAI-compatible HTTP backend: streamed ``/chat/completions`` (vLLM, llama.cpp server, …).
 
-Plain ``http.client`` in the worker thread (no event loop needed). Only standard request
+Plain ``http.client`` in the worker thread (no event loop needed): each ``generate`` opens
+its own connection and nothing is shared or locked, so the gateway's workers send their
+requests concurrently (the server batches them). Only standard request
 fields are sent (``model``, ``messages``, ``stream``, ``max_tokens``, ``temperature``,
 ``top_p``, ``seed``), so strict servers accept them.
 """
@@ -26,11 +28,13 @@ class OpenAIBackend:
     """Stream chat completions from ``base_url`` (e.g. ``http://127.0.0.1:8000/v1``).
 
     ``timeout_s``: longest wait for the connection or for any byte of the response (a hung
-    server fails the request after this many seconds); ``api_key``: sent as a Bearer token.
+    server fails the request after this many seconds); ``api_key``: sent as a Bearer token;
+    ``parallel``: requests the server should get at once (``capacity``: the gateway runs
+    that many workers by default).
     """
 
     def __init__(self, base_url: str, model: str, *, api_key: str = "",
-                 timeout_s: float = 10.0) -> None:
+                 timeout_s: float = 10.0, parallel: int = 8) -> None:
         parts = urlsplit(base_url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BackendError(f"--openai-url {base_url!r} is not an http(s) URL",
@@ -38,6 +42,10 @@ class OpenAIBackend:
         if not model:
             raise BackendError("the openai backend needs a model name",
                                hint="pass --openai-model NAME", retryable=False)
+        if parallel < 1:
+            raise BackendError(f"--openai-parallel must be >= 1, got {parallel}",
+                               hint="pass --openai-parallel N (the server's parallel slots)",
+                               retryable=False)
         self._https = parts.scheme == "https"
         self._host = parts.hostname
         self._port = parts.port or (443 if self._https else 80)
@@ -46,11 +54,13 @@ class OpenAIBackend:
         self.model_name = model
         self._api_key = api_key
         self._timeout_s = timeout_s
+        self.capacity = parallel
 
     @classmethod
     def from_env(cls, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY",
-                 timeout_s: float = 10.0) -> "OpenAIBackend":
-        return cls(base_url, model, api_key=os.environ.get(api_key_env, ""), timeout_s=timeout_s)
+                 timeout_s: float = 10.0, parallel: int = 8) -> "OpenAIBackend":
+        return cls(base_url, model, api_key=os.environ.get(api_key_env, ""), timeout_s=timeout_s,
+                   parallel=parallel)
 
     def _connect(self) -> http.client.HTTPConnection:
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection

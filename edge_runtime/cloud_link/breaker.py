@@ -60,6 +60,11 @@ class CircuitBreaker:
             return 0.0
         return max(0.0, self._opened_at + self._wait_s - self._clock.monotonic())
 
+    def would_allow(self) -> bool:
+        """Would :meth:`allow` say yes now? (reserves nothing: for predictions)"""
+        state = self.state
+        return state == CLOSED or (state == HALF_OPEN and self._probes < self._probes_max)
+
     def allow(self) -> bool:
         """May a request go now? In half-open this reserves a probe slot: the caller must
         then report ``success()``, ``failure()`` or ``release()`` exactly once."""

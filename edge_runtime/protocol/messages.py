@@ -14,14 +14,27 @@ Conversation of one request (``id`` is chosen by the device, unique per request)
                               ◄─   Done(id, usage…)      (or Error(id, code, …) at any point)
     Cancel(id)                ─►   (device gave up: the gateway stops generating)
     Ping(nonce)               ─►
-                              ◄─   Pong(nonce)
+                              ◄─   Pong(nonce, queued, active, capacity, prefill_ms, service_ms)
+
+The Pong carries the gateway's load (all optional; 0 = unknown): ``queued`` requests
+waiting for a worker, ``active`` generating now, ``capacity`` concurrent generations it can
+run, and EWMAs of ``prefill_ms`` (worker start → first piece) and ``service_ms`` (worker
+start → whole answer, at the current concurrency). Compatibility both ways without a new
+``PROTOCOL_VERSION``: a gateway fills the load in only when the Ping's nonce has the
+:data:`PING_WANTS_LOAD` bit set, and fields at their default are not sent (``SPARSE``), so
+a device of an older release (small nonces; its strict decoder would refuse the unknown
+fields) still gets a bare ``{nonce}`` Pong; a Pong of an older gateway decodes with every
+load field 0. The two load times may be NaN/inf on the wire (decoded as such): the
+receiver validates load figures itself, so nonsense load never makes a heartbeat
+unreadable.
 
 Times on the wire are absolute unix seconds (``time.time()``), so both clocks must
 agree to well under the deadlines in use (NTP does this).
 
 ``decode`` only ever raises :class:`ProtocolError` on bad input: wrong version,
 not msgpack, unknown type, missing/unknown/mistyped fields, frames over
-``MAX_FRAME_BYTES``.
+``MAX_FRAME_BYTES``. Floats must be finite, except fields marked ``Annotated[float,
+NONFINITE_OK]`` (the Pong's load times).
 """
 from __future__ import annotations
 
@@ -29,7 +42,7 @@ import dataclasses
 import math
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Union
+from typing import Annotated, Any, Callable, ClassVar, Union
 
 import msgpack
 
@@ -38,6 +51,8 @@ from ..types import GenerationParams, Message
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 1 << 20          # 1 MiB: a request with a long chat history fits easily
+PING_WANTS_LOAD = 1 << 40          # Ping nonce bit: "put your load in the Pong" (see module doc)
+NONFINITE_OK = "nonfinite_ok"      # Annotated[float, NONFINITE_OK]: NaN/inf decode as such
 
 
 class ProtocolError(EdgeError):
@@ -128,14 +143,32 @@ class Ping:
 
 @dataclass(frozen=True)
 class Pong:
-    """Gateway → device: answer to :class:`Ping` ``nonce``."""
+    """Gateway → device: answer to :class:`Ping` ``nonce``, with the gateway's load.
+
+    ``queued``: requests waiting for a worker; ``active``: generating now; ``capacity``:
+    concurrent generations it can run; ``prefill_ms``: EWMA of worker start → first piece;
+    ``service_ms``: EWMA of worker start → whole answer. 0 = unknown (an older gateway, or
+    nothing measured yet). The figures are as reported: the receiver validates them.
+    """
 
     TYPE: ClassVar[str] = "pong"
+    SPARSE: ClassVar[tuple[str, ...]] = ("queued", "active", "capacity", "prefill_ms",
+                                         "service_ms")
     nonce: int
+    queued: int = 0
+    active: int = 0
+    capacity: int = 0
+    prefill_ms: Annotated[float, NONFINITE_OK] = 0.0
+    service_ms: Annotated[float, NONFINITE_OK] = 0.0
 
 
 WireMessage = Union[Request, Chunk, Done, Error, Cancel, Ping, Pong]
 MESSAGE_TYPES: dict[str, type] = {cls.TYPE: cls for cls in typing.get_args(WireMessage)}
+# Fields a class lists in ``SPARSE`` are left out of its frame while at their default, so a
+# peer of an older release, whose decoder does not know them, still accepts the message.
+_SPARSE_DEFAULTS: dict[str, dict[str, Any]] = {
+    name: {f.name: f.default for f in dataclasses.fields(cls) if f.name in cls.SPARSE}
+    for name, cls in MESSAGE_TYPES.items() if getattr(cls, "SPARSE", ())}
 
 
 def _default(value: Any) -> Any:
@@ -151,7 +184,11 @@ def encode(msg: WireMessage) -> bytes:
     if MESSAGE_TYPES.get(getattr(cls, "TYPE", None)) is not cls:
         raise TypeError(f"{cls.__name__} is not a protocol message")
     # A frozen dataclass's __dict__ holds exactly its fields: no per-field Python work here.
-    return msgpack.packb([PROTOCOL_VERSION, cls.TYPE, msg.__dict__], default=_default,
+    body = msg.__dict__
+    sparse = _SPARSE_DEFAULTS.get(cls.TYPE)
+    if sparse:
+        body = {k: v for k, v in body.items() if k not in sparse or v != sparse[k]}
+    return msgpack.packb([PROTOCOL_VERSION, cls.TYPE, body], default=_default,
                          use_bin_type=True)
 
 
@@ -220,6 +257,13 @@ def _conv_float(v: Any) -> float:
     raise _expected("float", v)
 
 
+def _conv_any_float(v: Any) -> float:
+    """A float that may be NaN or ±inf (msgpack ints up to 2**64 convert exactly enough)."""
+    if type(v) is float or type(v) is int:
+        return float(v)
+    raise _expected("float", v)
+
+
 class _Spec:
     """How to build one frozen dataclass from a decoded map: a converter per field. Objects
     are made with ``__new__`` + their ``__dict__`` (what the generated ``__init__`` does, at a
@@ -228,7 +272,7 @@ class _Spec:
     def __init__(self, cls: type) -> None:
         if hasattr(cls, "__post_init__"):
             raise TypeError(f"{cls.__name__}: wire classes must not define __post_init__")
-        hints = typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls, include_extras=True)
         fields = dataclasses.fields(cls)
         self.cls = cls
         self.convs: dict[str, _Conv] = {f.name: _converter(hints[f.name]) for f in fields}
@@ -269,6 +313,11 @@ def _converter(typ: Any) -> _Conv:
     if typ in simple:
         return simple[typ]
     origin = typing.get_origin(typ)
+    if origin is Annotated:
+        base, *marks = typing.get_args(typ)
+        if base is float and NONFINITE_OK in marks:
+            return _conv_any_float
+        return _converter(base)
     if origin is typing.Literal:
         allowed = typing.get_args(typ)
 

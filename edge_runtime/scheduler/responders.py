@@ -138,15 +138,22 @@ class CloudResponder:
                     slots.append(slot)
                 return local.stream(job.messages, job.params, token, slot)
 
+        async def cloud_stream() -> AsyncIterator[str]:
+            stream = self.cloud.stream(job.messages, job.params, self.deadline_s)
+            self.scheduler.cloud_sent(plan)   # the client counts it from its first step on
+            async with contextlib.aclosing(stream) as pieces:
+                async for piece in pieces:
+                    yield piece
+
         elapsed = self.clock.monotonic() - job.t0
         hedge_after = self.scheduler.hedge_after_s(d, elapsed) if self.hedge else self.deadline_s
         t_sent = self.clock.monotonic()
         try:
             out = await hedged_answer(
-                lambda: self.cloud.stream(job.messages, job.params, self.deadline_s),
-                local_factory, hedge_after_s=hedge_after, sink=job.sink, clock=self.clock,
+                cloud_stream, local_factory, hedge_after_s=hedge_after, sink=job.sink, clock=self.clock,
                 cancel=job.cancel, can_hedge=can_hedge if self.hedge else None)
         finally:
+            self.scheduler.cloud_sent(plan)
             _release_unstarted(slots)
         if out.winner == "cloud" and out.first_piece_m is not None:
             self.scheduler.observe_cloud_ttft(out.first_piece_m - t_sent)

@@ -52,8 +52,9 @@ class CloudView(Protocol):
     @property
     def available(self) -> bool: ...
 
-    def predict_ttft_s(self) -> tuple[float, str]:
-        """Predicted first-piece time of a request sent now, and a few words on why."""
+    def predict_ttft_s(self, pending: int = 0) -> tuple[float, str]:
+        """Predicted first-piece time of a request sent now, and a few words on why;
+        ``pending``: requests decided for the cloud that were not sent yet."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class Plan:
 
     decision: Decision
     slot: LocalSlot | None = None
+    cloud_pending: bool = False      # counted as on its way to the cloud (until sent)
 
 
 class Scheduler:
@@ -89,6 +91,7 @@ class Scheduler:
         self.latency = latency
         self.cloud_ttft_s = 0.3          # observed cloud first-piece time (EWMA), for hedging
         self._lock = threading.Lock()
+        self._cloud_pending = 0          # decided for the cloud, not yet seen by its client
 
     def attach_engine(self, rates: LocalRates | None) -> None:
         self.local.rates = rates
@@ -107,8 +110,9 @@ class Scheduler:
         cloud_up = cloud is not None and cloud.available
         if not has_local:
             if cloud_up:
-                return Plan(Decision("cloud", f"local model unavailable ({local_error})",
-                                     "local_unavailable", INF, budget))
+                return self._to_cloud(Decision("cloud", f"local model unavailable "
+                                               f"({local_error})", "local_unavailable", INF,
+                                               budget))
             return Plan(Decision("refuse", f"local model unavailable ({local_error}) and "
                                  "cloud unavailable", "unavailable", INF, budget))
         if self.cfg.routing == "local":
@@ -126,18 +130,20 @@ class Scheduler:
         over = f"predicted local ttft {p_ms:.0f} ms{throttled} > {b_ms:.0f} ms budget"
         if fc.ahead:
             over += f" ({fc.describe()})"
-        cloud_s, cloud_why = cloud.predict_ttft_s() if cloud_up else (INF, "")
+        cloud_s, cloud_why = cloud.predict_ttft_s(self._cloud_pending) if cloud_up \
+            else (INF, "")
         cloud_s = cloud_s if math.isfinite(cloud_s) and cloud_s >= 0 else INF
         if cloud_s <= budget:
-            return Plan(Decision("cloud", f"{over}; {cloud_why}", "over_budget", local_s,
-                                 budget, cloud_s))
+            return self._to_cloud(Decision("cloud", f"{over}; {cloud_why}", "over_budget",
+                                           local_s, budget, cloud_s))
         # neither starts within the budget: the sooner of the two, if its queue is short
         bound = (self.cfg.max_queue_ms / 1e3) or budget
         local_fits = fc.wait_s * slow <= bound
         cloud_fits = cloud_s <= budget + bound
         if cloud_fits and (not local_fits or cloud_s < local_s):
-            return Plan(Decision("cloud", f"{over}; {cloud_why}: the sooner of the two",
-                                 "over_budget_cloud_sooner", local_s, budget, cloud_s))
+            return self._to_cloud(Decision("cloud", f"{over}; {cloud_why}: the sooner of the "
+                                           "two", "over_budget_cloud_sooner", local_s, budget,
+                                           cloud_s))
         if local_fits:
             why = ("cloud disabled" if cloud is None else
                    "cloud unavailable (link down)" if not cloud_up else
@@ -154,6 +160,18 @@ class Scheduler:
         return Plan(Decision("refuse", f"{over}; {cloud_part}; neither can start within "
                              f"{(budget + bound) * 1e3:.0f} ms", "refused", local_s, budget,
                              cloud_s, retry_after_s=float(min(retry, 30.0))))
+
+    def _to_cloud(self, decision: Decision) -> Plan:
+        with self._lock:
+            self._cloud_pending += 1
+        return Plan(decision, cloud_pending=True)
+
+    def cloud_sent(self, plan: Plan) -> None:
+        """The cloud client has the request (or it was dropped): no longer pending."""
+        with self._lock:
+            if plan.cloud_pending:
+                plan.cloud_pending = False
+                self._cloud_pending -= 1
 
     def forecast(self, prompt_tokens: int) -> LocalForecast:
         return self.local.forecast(prompt_tokens)

@@ -129,3 +129,27 @@ async def test_embedded_gateway_killed_mid_stream_each_request_answered_once(clo
         text="Tell me a long story about a lighthouse keeper and the sea.", deadline_s=20.0,
         params=GenerationParams(max_new_tokens=48), ready_timeout_s=120.0)
     assert (r["answered"], r["lost"], r["duplicated"]) == (2, 0, 0), r
+
+
+async def test_heartbeat_reports_the_capacity_the_backend_sized():
+    with gateway_process("--backend", "echo") as gw:       # --workers 0: echo's 8
+        async with ZmqCloudClient(fast_cloud_config(gw.endpoint, health_interval_s=0.1)) as client:
+            await wait_until(lambda: client.fresh_load() is not None)
+            assert client.load.capacity == 8 and client.bad_load_reports == 0
+
+
+async def test_embedded_backend_batches_concurrent_requests(cloud_model_dir):
+    with gateway_process("--backend", "embedded", "--model-dir", str(cloud_model_dir),
+                         "--threads", "2", "--max-batch", "2", timeout_s=120) as gw:
+        cfg = fast_cloud_config(gw.endpoint, first_token_timeout_ms=10_000,
+                                health_interval_s=0.2)
+        async with ZmqCloudClient(cfg) as client:
+            async def one(text: str) -> str:
+                return "".join([p async for p in client.stream(
+                    ask(text), GenerationParams(max_new_tokens=16), 60.0)])
+            answers = await asyncio.gather(one("Name a color."), one("Name a fruit."))
+            await wait_until(lambda: (client.fresh_load() is not None
+                                      and client.fresh_load().service_s > 0))
+            assert client.load.capacity == 2
+    assert all(a.strip() for a in answers), gw.log()
+    assert "max batch 2" in gw.log()

@@ -95,7 +95,9 @@ async def test_breaker_opens_and_keeps_requests_off_a_failing_gateway():
         async with client_for(a.endpoint, b.endpoint, breaker_failures=2,
                               breaker_reset_s=60.0) as client:
             for _ in range(6):
-                client._next = 0
+                client._next = 0                  # a first: equal predictions, round robin
+                for m in client._members:         # (b's fast answers would make it preferred)
+                    m.first_piece_s.value, m.answer_s.value = 0.3, 1.0
                 assert await collect(client) == "b"
             assert len(a.of_type(Request)) == 2          # then the circuit opened
             assert client.endpoint_states()[a.endpoint]["breaker"] == "open"

@@ -4,13 +4,15 @@ from __future__ import annotations
 import threading
 import time
 
+import msgpack
 import pytest
 
 from cloud_fallback.backends.echo import EchoBackend
-from cloud_fallback.gateway import Gateway
+from cloud_fallback.gateway import Gateway, LoadMeter
 from edge_runtime.clock import FakeClock
 from edge_runtime.errors import ConfigError
 from edge_runtime.protocol import Cancel, Chunk, Done, Ping, Pong, Request, encode
+from edge_runtime.protocol.messages import PING_WANTS_LOAD
 from edge_runtime.types import GenerationParams, Message
 from tests.cloud_fixtures import Peer
 
@@ -211,3 +213,95 @@ def test_requests_asking_for_too_many_tokens_are_capped():
         out = peer.answer("r")
         assert [m.text for m in out[:-1]] == ["a", " b"] and out[-1].finish_reason == "length"
         peer.close()
+
+
+# -- load in the Pong --------------------------------------------------------------------------
+
+def load_pong(peer: Peer, nonce: int) -> Pong:
+    """Ask for the load; skip whatever else arrives first."""
+    peer.send(Ping(PING_WANTS_LOAD | nonce))
+    while True:
+        msg = peer.recv()
+        if isinstance(msg, Pong) and msg.nonce == PING_WANTS_LOAD | nonce:
+            return msg
+
+
+def test_pong_reports_queue_workers_and_measured_times():
+    backend = GateBackend()
+    with Gateway(backend, "tcp://127.0.0.1:0", workers=2, queue_size=8) as gw:
+        peer = Peer(gw.endpoint)
+        idle = load_pong(peer, 1)
+        assert (idle.queued, idle.active, idle.capacity) == (0, 0, 2)
+        assert idle.prefill_ms == idle.service_ms == 0.0            # nothing measured yet
+        for rid in ("r1", "r2", "r3", "r4", "r5"):
+            peer.send(req(rid))
+        first = {peer.recv().id for _ in range(2)}                 # both workers started
+        assert len(first) == 2
+        busy = load_pong(peer, 2)
+        assert (busy.queued, busy.active, busy.capacity) == (3, 2, 2)
+        assert busy.prefill_ms > 0 and busy.service_ms == 0.0
+        backend.release.set()
+        ended = set()
+        while len(ended) < 5:
+            msg = peer.recv()
+            if isinstance(msg, Done):
+                ended.add(msg.id)
+        end = time.monotonic() + 5
+        while (done := load_pong(peer, 3)).active and time.monotonic() < end:
+            time.sleep(0.01)                    # a worker records just after its Done
+        assert (done.queued, done.active) == (0, 0)
+        assert done.service_ms >= done.prefill_ms > 0
+        peer.close()
+
+
+def test_a_bare_ping_gets_a_bare_pong_for_older_devices(echo_gateway):
+    _, peer = echo_gateway
+    peer.send(Ping(5))
+    assert msgpack.unpackb(peer.sock.recv())[2] == {"nonce": 5}   # no load fields at all
+
+
+def test_load_meter_ewmas_and_concurrent_updates():
+    meter = LoadMeter(alpha=0.5)
+    assert meter.snapshot() == (0, 0.0, 0.0)
+    meter.started()
+    meter.first_piece(100.0)                 # the first sample sets the average
+    meter.finished(400.0)
+    meter.started()
+    meter.first_piece(200.0)
+    meter.finished(None)                     # cancelled: no service time
+    assert meter.snapshot() == (0, 150.0, 400.0)
+    meter.first_piece(0.0)                   # measured, never reported as "unknown"
+    assert meter.snapshot()[1] > 0
+
+    def hammer() -> None:
+        for _ in range(2000):
+            meter.started()
+            meter.first_piece(10.0)
+            meter.finished(20.0)
+
+    threads = [threading.Thread(target=hammer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert meter.snapshot()[0] == 0
+
+
+def test_warm_up_measures_the_backend_so_the_first_pong_reports_times():
+    gw = Gateway(EchoBackend(delay_s=0.005), "tcp://127.0.0.1:0", workers=2)
+    assert gw.pong(1 | PING_WANTS_LOAD).prefill_ms == 0.0      # unknown before
+    assert gw.warm_up()
+    pong = gw.pong(1 | PING_WANTS_LOAD)
+    assert pong.prefill_ms > 0 and pong.service_ms >= pong.prefill_ms
+    assert pong.active == 0 and pong.capacity == 2
+
+
+class UnreachableBackend(EchoBackend):
+    def generate(self, messages, params, cancel):
+        raise ConnectionRefusedError("no server on 127.0.0.1:8000")
+
+
+def test_a_failed_warm_up_still_serves_with_unknown_times():
+    gw = Gateway(UnreachableBackend(), "tcp://127.0.0.1:0")
+    assert not gw.warm_up()
+    assert gw.pong(1 | PING_WANTS_LOAD).prefill_ms == 0.0

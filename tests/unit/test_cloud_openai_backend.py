@@ -36,6 +36,9 @@ class FakeOpenAI:
         self.mode = mode
         self.bodies: list[dict] = []
         self.headers: list[dict] = []
+        self.barrier: threading.Barrier | None = None   # set: hold each answer until N meet
+        self.open_now = self.open_max = 0               # requests being answered at once
+        self._lock = threading.Lock()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -43,9 +46,21 @@ class FakeOpenAI:
                 pass
 
             def do_POST(self):
+                with fake._lock:
+                    fake.open_now += 1
+                    fake.open_max = max(fake.open_max, fake.open_now)
+                try:
+                    self.answer()
+                finally:
+                    with fake._lock:
+                        fake.open_now -= 1
+
+            def answer(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.bodies.append(body)
                 fake.headers.append(dict(self.headers))
+                if fake.barrier is not None:
+                    fake.barrier.wait()       # BrokenBarrierError: requests were serialized
                 if fake.mode == "http500":
                     self.send_response(500)
                     self.end_headers()
@@ -138,3 +153,29 @@ def test_gateway_turns_http_500_into_an_error_reply(fake_openai):
         assert peer.answer("r2") == [Chunk("r2", 0, "Hel"), Chunk("r2", 1, "lo"),
                                      Chunk("r2", 2, "!"), Done("r2", 0, 3, "stop")]
         peer.close()
+
+
+def test_concurrent_requests_reach_the_server_concurrently(fake_openai):
+    """One connection per generate and no lock: N gateway workers = N requests at once."""
+    n = 4
+    fake_openai.barrier = threading.Barrier(n, timeout=5.0)
+    backend = OpenAIBackend(fake_openai.url, "tiny", parallel=n)
+    assert backend.capacity == n
+    with Gateway(backend, "tcp://127.0.0.1:0", workers=backend.capacity) as gw:
+        peer = Peer(gw.endpoint)
+        for i in range(n):
+            peer.send(Request(f"r{i}", time.time() + 10, tuple(ASK)))
+        done = []
+        while len(done) < n:
+            msg = peer.recv(10.0)
+            assert not isinstance(msg, Error), msg
+            if isinstance(msg, Done):
+                done.append(msg.id)
+        peer.close()
+    assert sorted(done) == [f"r{i}" for i in range(n)]
+    assert fake_openai.open_max == n
+
+
+def test_parallel_must_be_positive():
+    with pytest.raises(BackendError, match="openai-parallel"):
+        OpenAIBackend("http://127.0.0.1:1/v1", "m", parallel=0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import typing
 
@@ -9,8 +10,9 @@ import msgpack
 import pytest
 
 from edge_runtime import protocol
-from edge_runtime.protocol import (MESSAGE_TYPES, PROTOCOL_VERSION, Chunk, Ping, ProtocolError,
-                                   Request, decode, encode)
+from edge_runtime.protocol import (MESSAGE_TYPES, PROTOCOL_VERSION, Chunk, Ping, Pong,
+                                   ProtocolError, Request, decode, encode)
+from edge_runtime.protocol.messages import PING_WANTS_LOAD
 from edge_runtime.types import GenerationParams, Message
 
 
@@ -66,6 +68,29 @@ def test_optional_fields_take_defaults_when_absent():
     assert msg == Request(id="r1", deadline=5.0, messages=(Message("user", "hi"),),
                           params=GenerationParams(), model="")
     assert isinstance(msg.deadline, float)
+
+
+def test_pong_carries_the_gateways_load_and_an_old_pong_still_decodes():
+    pong = Pong(PING_WANTS_LOAD | 7, queued=3, active=4, capacity=8, prefill_ms=42.5,
+                service_ms=812.0)
+    assert decode(encode(pong)) == pong
+    old = decode(msgpack.packb([PROTOCOL_VERSION, "pong", {"nonce": 7}]))   # older gateway
+    assert old == Pong(7) == Pong(7, 0, 0, 0, 0.0, 0.0)
+    assert isinstance(decode(msgpack.packb([PROTOCOL_VERSION, "pong", {
+        "nonce": 1, "prefill_ms": 5}])).prefill_ms, float)
+
+
+def test_pong_load_times_may_be_non_finite_but_must_be_numbers():
+    """Nonsense load must not make a heartbeat unreadable: the receiver validates it."""
+    nan = decode(encode(Pong(1, prefill_ms=float("nan"), service_ms=float("inf"))))
+    assert math.isnan(nan.prefill_ms) and nan.service_ms == float("inf")
+    neg = decode(encode(Pong(1, queued=-5, active=2**40, capacity=-1)))
+    assert (neg.queued, neg.active, neg.capacity) == (-5, 2**40, -1)
+    for body, fragment in (({"nonce": 1, "service_ms": "fast"}, "service_ms"),
+                           ({"nonce": 1, "queued": 1.5}, "queued"),
+                           ({"nonce": 1, "capacity": True}, "capacity")):
+        with pytest.raises(ProtocolError, match=fragment):
+            decode(msgpack.packb([PROTOCOL_VERSION, "pong", body]))
 
 
 @pytest.mark.parametrize("envelope, fragment", [
@@ -148,7 +173,9 @@ def test_fuzzed_frames_only_ever_raise_protocol_error():
         else:
             decoded += 1
             assert type(msg) in MESSAGE_TYPES.values()
-            assert decode(encode(msg)) == msg        # whatever decodes is a valid message
+            # whatever decodes is a valid message (compared as bytes: a NaN load time is
+            # not equal to itself)
+            assert encode(decode(encode(msg))) == encode(msg)
     assert rejected > 4000
 
 

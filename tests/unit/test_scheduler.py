@@ -36,7 +36,8 @@ class Cloud:
     def __init__(self, up=True, predicted_s=0.0):
         self.available, self.predicted_s = up, predicted_s
 
-    def predict_ttft_s(self):
+    def predict_ttft_s(self, pending=0):
+        self.pending = pending
         return self.predicted_s, f"cloud ttft ~{self.predicted_s * 1e3:.0f} ms"
 
 
@@ -239,3 +240,15 @@ def test_finished_requests_teach_the_models_but_queued_ones_not_the_prefill_rate
     first.finished({"ttft_s": 0.11, "prompt_tokens": 50, "total_s": 1.0, "new_tokens": 20})
     assert s.predictor.per_token_s > 0.001
     assert s.local.committed() == 0
+
+
+def test_cloud_decisions_not_yet_sent_count_in_the_next_prediction():
+    s = _sched(budget_ms=1)
+    cloud = Cloud(predicted_s=0.0)
+    plans = [s.plan(50, "oos", cloud=cloud) for _ in range(3)]
+    assert [p.decision.route for p in plans] == ["cloud"] * 3
+    assert cloud.pending == 2                  # the third saw the two before it
+    s.cloud_sent(plans[0])
+    s.cloud_sent(plans[0])                     # idempotent
+    decide(s, cloud=cloud)
+    assert cloud.pending == 2                  # plans[1] and plans[2]
