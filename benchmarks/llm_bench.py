@@ -13,7 +13,8 @@ reusing the KV of the prefix it already holds),
 greedy decode tok/s, peak RSS (VmHWM, before the fidelity and batching phases), top-1
 agreement with the fp32 numpy reference of the GGUF (teacher-forced; llama.cpp's own
 logits with ``logits_all=True``). Then sustained aggregate throughput of N sessions kept
-in flight (each asks question after question for --batch-seconds) with micro-batching
+in flight (each asks question after question for --batch-seconds, then the answers in
+flight are cancelled, so no tail of fewer sessions counts) with micro-batching
 (:class:`BatchingEngine`) and without (the plain engine serialises them); and TTFT per turn
 of a 5-turn dialogue (ConversationStore) with the previous turns' KV reused and without.
 Ratios are ours / llama.cpp. Without --json a short table is printed.

@@ -71,7 +71,11 @@ class Ours:
     def batch(self, n: int, batched: bool, seconds: float) -> dict:
         """Sustained aggregate tok/s of ``n`` sessions kept in flight for ``seconds``: each
         thread asks its questions back to back (answers end at different lengths, so a
-        one-shot burst would measure the longest answer's tail, not the batch)."""
+        one-shot burst would measure the longest answer's tail, not the batch); at the end
+        every answer in flight is cancelled, so the figure has no drain tail of fewer than
+        ``n`` sessions (``drain_s``: the time from the end to the last thread's return)."""
+        from edge_runtime.types import CancelToken
+
         if batched and self._batcher is None:
             from edge_runtime.llm.batching import BatchingEngine
             self._batcher = BatchingEngine(self.eng, max_batch=16, context_tokens=1024)
@@ -80,24 +84,32 @@ class Ours:
         qs = self.spec["questions"]
         system = self.msgs[0]
         tokens = [0] * n
-        t0 = time.perf_counter()
+        stop = CancelToken()
 
         def worker(i: int) -> None:
             k = i
-            while time.perf_counter() - t0 < seconds:
+            while not stop.cancelled:
                 msgs = [system, self.Message("user", qs[k % len(qs)])]
-                list(eng.generate(msgs, self.params))
+                list(eng.generate(msgs, self.params, stop))
                 tokens[i] += eng.last_stats["new_tokens"]
                 k += n
 
         threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+        t0 = time.perf_counter()
         for t in threads:
             t.start()
+        time.sleep(seconds)
+        stop.cancel()
+        t_end = time.perf_counter()
         for t in threads:
             t.join()
         wall = time.perf_counter() - t0
-        return {"tps": sum(tokens) / wall, "tokens": sum(tokens), "wall_s": wall}
-
+        out = {"tps": sum(tokens) / wall, "tokens": sum(tokens), "wall_s": wall,
+               "drain_s": wall - (t_end - t0)}
+        if batched:
+            out["steps_by_size"] = dict(sorted(self._batcher.controller.sizes.items()))
+            self._batcher.controller.sizes.clear()
+        return out
 
     def dialogue(self, turns: list[str]) -> dict:
         """TTFT per turn of one multi-turn conversation (ConversationStore), with the KV of

@@ -116,7 +116,8 @@ class LlmConfig:
     context_tokens: int = 2048
     backend: str = "onnx"              # onnx (built by `models build`) | llama_cpp (the GGUF)
     accuracy_level: int = 4            # build: 4 = int8 activations (fast), 1 = fp32 (faithful)
-    max_batch: int = 1                 # > 1: concurrent requests decode in batched steps
+    max_batch: int = 0                 # 0 = the device profile's; 1 = off; 2..16: slots whose
+                                       # requests decode in batched steps
     batch_context_tokens: int = 1024   # per batched session: prompt + answer
     reuse_prefix: bool = True          # keep the system prompt's KV between requests
     conversation_max_prompt_tokens: int = 1024   # multi-turn memory budget per session
@@ -257,7 +258,8 @@ class Config:
         _check(self.llm.threads > 0, "llm.threads", "must be positive")
         _check(self.llm.backend in ("onnx", "llama_cpp"), "llm.backend", "must be onnx or llama_cpp")
         _check(self.llm.accuracy_level in (1, 4), "llm.accuracy_level", "must be 1 or 4")
-        _check(1 <= self.llm.max_batch <= 16, "llm.max_batch", "must be within 1..16")
+        _check(0 <= self.llm.max_batch <= 16, "llm.max_batch",
+               "must be within 0..16 (0 = the device profile's)")
         bad = [p for p in self.llm.providers if p not in ("tensorrt", "cuda", "cpu")]
         _check(not bad, "llm.providers", f"unknown provider(s) {bad}; use tensorrt, cuda, cpu")
         _check(self.scheduler.budget_ms > 0, "scheduler.budget_ms", "must be positive")

@@ -22,7 +22,7 @@ from .errors import BadInputError, EdgeError, OverloadedError
 from .llm.adapter import AsyncLlm
 from .metrics import Metrics
 from .nlu.base import IntentSpec
-from .scheduler import LocalRates, Scheduler
+from .scheduler import Scheduler
 from .scheduler.responders import CloudResponder, HedgedResponder, Job, LocalResponder
 from .scheduler.router import Router
 from .types import CancelToken, GenerationParams, Intent, Message, Result, Timings
@@ -236,7 +236,7 @@ class Pipeline:
 def build_router(cfg: Config, stages: Stages, llm: AsyncLlm | None, clock: Clock) -> Router:
     """The local/cloud fork for these stages: a responder per place that exists."""
     sched = stages.scheduler
-    if stages.llm is not None and isinstance(stages.llm, LocalRates):
+    if stages.llm is not None:
         sched.attach_engine(stages.llm)
     local = LocalResponder(llm, clock) if llm is not None else None
     cloud = None

@@ -39,13 +39,15 @@ def load_llm(cfg: Config, store: ModelStore):
                                     model_name=c.model, context_tokens=c.context_tokens)
         else:
             from .llm import load_engine
+            from .device import get_profile
             engine = load_engine(store.llm_dir(), providers=c.providers, threads=c.threads,
                                  model_name=c.model, context_tokens=c.context_tokens,
-                                 max_batch=c.max_batch,
+                                 max_batch=get_profile(cfg.device.profile).llm_max_batch(
+                                     c.max_batch),
                                  batch_context_tokens=c.batch_context_tokens,
                                  reuse_prefix=c.reuse_prefix)
-        log.info("local LLM %s loaded on %s (providers: %s)", c.model, engine.device,
-                 ", ".join(engine.providers))
+        log.info("local LLM %s loaded on %s (providers: %s; %d at a time)", c.model,
+                 engine.device, ", ".join(engine.providers), engine.capacity)
         return engine, None
     except EdgeError as exc:
         log.warning("local LLM unavailable: %s", exc.one_line())

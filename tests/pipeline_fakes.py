@@ -54,6 +54,10 @@ class DictCache:
 class FakeEngine:
     device = "cpu"
     providers = ["CPUExecutionProvider"]
+    capacity = 1                      # one request at a time, like the plain ONNX engine
+
+    def step_time_s(self, batch):
+        return 0.01
 
     def __init__(self, pieces=("Light ", "scatters.")):
         self.pieces = pieces

@@ -1,8 +1,9 @@
 """Device profiles: what a target machine can give the runtime.
 
 A profile names the onnxruntime provider order to try, how much memory the
-models may take, the default LLM thread count and, where known, a latency
-prior for the scheduler. ``config.device.profile`` selects one by name.
+models may take, the default LLM thread count, the recommended micro-batching
+size (``llm.max_batch = 0`` takes it) and, where known, a latency prior for the
+scheduler. ``config.device.profile`` selects one by name.
 """
 from __future__ import annotations
 
@@ -66,7 +67,9 @@ class DeviceProfile:
     ``gpu_nominal_mhz`` the GPU clock the latency figures assume (None: no GPU);
     ``latency`` a prior for the scheduler before it calibrates (None: calibrate);
     ``simulated`` marks a profile whose telemetry comes from a recorded trace,
-    ``trace`` names that trace (a file in ``edge_runtime/device/traces``).
+    ``trace`` names that trace (a file in ``edge_runtime/device/traces``);
+    ``max_batch`` the recommended number of LLM sessions decoding together (1 = no
+    micro-batching), what ``llm.max_batch = 0`` resolves to (:meth:`llm_max_batch`).
     """
 
     name: str
@@ -78,10 +81,21 @@ class DeviceProfile:
     latency: LatencyModel | None = None
     simulated: bool = False
     trace: str | None = None
+    max_batch: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_batch <= 16:
+            raise ConfigError(f"profile {self.name}: max_batch must be within 1..16",
+                              hint="fix the device profile definition")
 
     @property
     def has_gpu(self) -> bool:
         return self.gpu_nominal_mhz is not None
+
+    def llm_max_batch(self, configured: int) -> int:
+        """The micro-batching size to use: ``configured`` (``llm.max_batch``) unless it is
+        0, which means this profile's recommendation."""
+        return int(configured) if configured > 0 else self.max_batch
 
 
 # Orin Nano figures are priors, not measurements made by this project (there is
@@ -92,6 +106,18 @@ _ORIN_NANO_LATENCY = LatencyModel(prefill_tok_s_gpu=900.0, decode_tok_s_gpu=41.0
                                   prefill_tok_s_cpu=220.0, decode_tok_s_cpu=22.0,
                                   overhead_ms=20.0)
 
+# Recommended llm.max_batch. x86-cpu: measured here (2-core AVX-512 box, SmolLM2-135M INT4,
+# onnxruntime 1.32, `edge-runtime bench llm` batching sweep and raw decode steps): a step
+# costs 12.2 ms at 1 row, 23.6 ms at 8, 36.5 ms at 16 (82 -> 340 -> 439 tok/s); 8 gives
+# most of the gain at half the KV memory of 16 (8 x 1024 tokens x 45 KiB = 368 MB at most)
+# and keeps each session above 40 tok/s. Orin Nano: a prior, not a measurement (no Jetson
+# here): the GPU matmuls are weight-bandwidth-bound at 1 row, so rows are nearly free there,
+# but attention and the KV cache run on the CPU (fp32 GroupQueryAttention has no CUDA
+# kernel) and 7.6 GB is shared with ASR/TTS, so 4 until `edge-runtime bench llm` is run on
+# the board. The simulated Orin mirrors the board it stands for.
+_X86_MAX_BATCH = 8
+_ORIN_NANO_MAX_BATCH = 4
+
 _BUILTIN: dict[str, DeviceProfile] = {p.name: p for p in (
     DeviceProfile(
         name="orin-nano-8gb",
@@ -100,6 +126,7 @@ _BUILTIN: dict[str, DeviceProfile] = {p.name: p for p in (
         llm_threads=4,
         gpu_nominal_mhz=624.0,
         latency=_ORIN_NANO_LATENCY,
+        max_batch=_ORIN_NANO_MAX_BATCH,
         notes=("Jetson Orin Nano 8 GB, JetPack 6.1/6.2 (L4T r36.4, CUDA 12.6, TensorRT 10.3, "
                "Python 3.10). 7.6 GB unified memory shared by CPU and GPU, so the model "
                "budget leaves room for the OS, ASR and TTS. 6 Cortex-A78AE cores: 4 LLM "
@@ -111,6 +138,7 @@ _BUILTIN: dict[str, DeviceProfile] = {p.name: p for p in (
         providers=("cpu",),
         model_memory_mb=2048,
         llm_threads=2,
+        max_batch=_X86_MAX_BATCH,
         notes=("Any Linux x86-64 box without a GPU (development, CI). The scheduler "
                "calibrates its latency estimate at start."),
     ),
@@ -123,6 +151,7 @@ _BUILTIN: dict[str, DeviceProfile] = {p.name: p for p in (
         latency=_ORIN_NANO_LATENCY,
         simulated=True,
         trace="sim-orin-nano.tegrastats.txt",
+        max_batch=_ORIN_NANO_MAX_BATCH,
         notes=("A simulated Orin Nano 8 GB on an x86 box: inference runs on the CPU "
                "provider, while SimulatedDevice replays a synthetic tegrastats trace "
                "(warm-up, thermal throttling, GPU loss) so scheduling decisions under "

@@ -21,7 +21,7 @@ from ..types import CancelToken, GenerationParams, Message
 class AsyncLlm:
     def __init__(self, engine: Any, *, on_stats: Callable[[dict], None] | None = None) -> None:
         self.engine = engine
-        self.capacity = max(1, int(getattr(engine, "capacity", 1)))
+        self.capacity = max(1, int(engine.capacity))
         self._threads = ThreadPoolExecutor(self.capacity, thread_name_prefix="llm")
         self._on_stats = on_stats
 

@@ -24,3 +24,26 @@ class LlmEngine(Protocol):
                  cancel: CancelToken | None = None) -> Iterator[str]:
         """Yield text pieces as they are decoded; stops on end of turn, sentence cap,
         token cap or ``cancel`` (checked once per token). Runs in the caller's thread."""
+
+    # -- load, for the scheduler (see edge_runtime.llm.batching) ---------------------------
+    @property
+    def capacity(self) -> int:
+        """Sessions that can decode together (1 without micro-batching)."""
+
+    @property
+    def batch_target(self) -> int:
+        """How many of them may run now (the batch controller's target; 1 without)."""
+
+    @property
+    def active(self) -> int:
+        """Sessions generating now."""
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting for a session + prompts waiting to be prefilled."""
+
+    def step_time_s(self, batch: int) -> float:
+        """Measured seconds per decode step with ``batch`` sessions decoding together."""
+
+    def prefill_time_s(self, tokens: int) -> float:
+        """Measured seconds to prefill ``tokens`` new (uncached) prompt tokens."""

@@ -19,6 +19,7 @@ import numpy as np
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ModelLoadError, ModelMissingError
 from ..types import CancelToken, GenerationParams, Message
+from .control import SingleSessionLoad
 from .decode import Vocabulary, decode_stream, new_stats
 from .prompt import ChatPrompt
 
@@ -32,11 +33,12 @@ GEMMA_TEMPLATE = (  # Gemma has no system role: the system text goes in a user t
 END_OF_TURN = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>")
 
 
-class LlamaCppEngine:
+class LlamaCppEngine(SingleSessionLoad):
     """Implements :class:`edge_runtime.llm.base.LlmEngine` on llama.cpp for one GGUF file.
 
     ``threads``: llama.cpp threads (set OMP_WAIT_POLICY=PASSIVE on a shared box: its
-    OpenMP threads otherwise spin). ``context_tokens`` caps prompt + answer.
+    OpenMP threads otherwise spin). ``context_tokens`` caps prompt + answer. The load API
+    (``capacity`` 1, ``step_time_s``, ``prefill_time_s`` ...) is the plain ONNX engine's.
     """
 
     def __init__(self, gguf_path: Path, *, threads: int = 2, model_name: str = "",
@@ -63,6 +65,7 @@ class LlamaCppEngine:
         self.clock = clock
         self.last_stats: dict = {}
         self._lock = threading.Lock()
+        self._init_load()
         n_vocab = self._llm.n_vocab()
         vocab = llama_cpp.llama_model_get_vocab(self._llm.model)
         control = frozenset(i for i in range(n_vocab)
@@ -96,20 +99,32 @@ class LlamaCppEngine:
 
     def generate(self, messages: Sequence[Message], params: GenerationParams,
                  cancel: CancelToken | None = None) -> Iterator[str]:
-        with self._lock:
+        with self._running(self._lock):
             max_new = max(1, min(params.max_new_tokens, self.max_len - 1))
             ids, dropped = self.prompt.fit(messages, max(self.max_len - max_new,
                                                          self.max_len // 4))
             stats = new_stats(len(ids), self.device)
             stats["dropped_messages"] = dropped
             self.last_stats = stats
-            yield from decode_stream(self._feed, ids, params, self._vocab,
+            yield from decode_stream(self._timed_feed, ids, params, self._vocab,
                                      max_new_tokens=min(max_new, self.max_len - len(ids)),
                                      cancel=cancel, stats=stats, clock=self.clock)
 
     # -- internals ---------------------------------------------------------------------------
     def _encode(self, text: str) -> list[int]:
         return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    def _timed_feed(self, ids: list[int], history: list[int]) -> np.ndarray:
+        """:meth:`_feed`, timed for the load API."""
+        t0 = self.clock.monotonic()
+        logits = self._feed(ids, history)
+        dt = self.clock.monotonic() - t0
+        if len(ids) == 1 and len(history) > 1:
+            self._step_times.observe(1, dt)
+        else:
+            self._prefill_times.observe(len(ids) - self.last_stats.get("cached_prompt_tokens", 0),
+                                        dt)
+        return logits
 
     def _feed(self, ids: list[int], history: list[int]) -> np.ndarray:
         llm = self._llm

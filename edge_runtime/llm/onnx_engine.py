@@ -3,6 +3,11 @@
 Threading: an engine is driven from one worker thread at a time (the stage's async adapter
 owns that thread). ``generate`` holds an internal lock for the life of its generator, so a
 second concurrent caller waits instead of corrupting the shared KV cache.
+
+Load API (the same names as :class:`~edge_runtime.llm.batching.BatchingEngine`'s, for the
+scheduler): ``capacity`` = ``batch_target`` = 1, ``active`` (0 or 1), ``queued`` (callers
+waiting for the lock), ``step_time_s(batch)`` and ``prefill_time_s(tokens)`` from the
+decode steps and prefills this engine measured (priors until then).
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from pathlib import Path
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ModelLoadError, ModelMissingError
 from ..types import CancelToken, GenerationParams, Message
+from .control import SingleSessionLoad
 from .prompt import ChatPrompt
 from .providers import BUILD_HINT, OpenedSession, open_session, trt_profiles
 from .decode import Vocabulary, decode_stream, new_stats
@@ -28,7 +34,7 @@ CONFIG_KEYS = ("model_file", "num_layers", "num_key_value_heads", "head_dim", "v
                "context_length", "end_of_turn_token_ids")
 
 
-class OnnxLlmEngine:
+class OnnxLlmEngine(SingleSessionLoad):
     """Implements :class:`edge_runtime.llm.base.LlmEngine` on onnxruntime.
 
     ``session_factory`` (default :func:`open_session`) opens the onnxruntime session for a
@@ -73,6 +79,7 @@ class OnnxLlmEngine:
         self.prompt = ChatPrompt(self.cfg.get("chat_template", ""),
                                  lambda s: self._tok.encode(s, add_special_tokens=False).ids, bos)
         self._lock = threading.Lock()
+        self._init_load()
         self.last_stats: dict = {}
         self._runner = self._open(list(providers))
 
@@ -92,7 +99,7 @@ class OnnxLlmEngine:
     def generate(self, messages: Sequence[Message], params: GenerationParams,
                  cancel: CancelToken | None = None) -> Iterator[str]:
         """Yield text pieces; see the class docstring for threading and ``last_stats``."""
-        with self._lock:
+        with self._running(self._lock):
             yield from self._generate(messages, params, cancel)
 
     # -- internals -------------------------------------------------------------------------
@@ -136,11 +143,20 @@ class OnnxLlmEngine:
         is the whole history) keeps the prefix the cache shares with it."""
         while True:
             try:
+                t0 = self.clock.monotonic()
                 if len(ids) == len(history) and self.reuse_prefix:
                     logits = self._runner.feed_prompt(ids)
                     self.last_stats["cached_prompt_tokens"] = self._runner.reused
-                    return logits
-                return self._runner.feed(ids)
+                    computed = len(ids) - self._runner.reused
+                else:
+                    logits = self._runner.feed(ids)
+                    computed = len(ids)
+                dt = self.clock.monotonic() - t0
+                if len(ids) == 1 and len(history) > 1:
+                    self._step_times.observe(1, dt)
+                elif computed:
+                    self._prefill_times.observe(computed, dt)
+                return logits
             except (ValueError, MemoryError):
                 raise
             except Exception as exc:  # onnxruntime raises its own RuntimeException types
@@ -205,7 +221,9 @@ def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cud
     interface, safe to call from many threads; concurrent sessions decode in batched steps
     of up to ``max_batch`` rows, 1..16; each session's prompt + answer is capped at
     ``batch_context_tokens``, and the KV memory is up to max_batch x batch_context_tokens x
-    45 KiB for SmolLM2-135M). Raises ModelMissingError (files absent) or
+    45 KiB for SmolLM2-135M); 0 or 1 returns the plain engine (``llm.max_batch = 0``, "the
+    device profile's", is resolved by the caller: :meth:`DeviceProfile.llm_max_batch`).
+    Raises ModelMissingError (files absent) or
     ModelLoadError (corrupt or mismatched files); both carry a hint naming
     ``edge-runtime models build``.
     """

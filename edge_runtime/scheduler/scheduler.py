@@ -7,11 +7,13 @@ local model, queued or running, at the engine's batch size) times the device's s
 heartbeats (``predict_ttft_s`` of the cloud client). Then:
 
 1. local within the budget: a local slot is reserved in the same step as the forecast;
-2. else the cloud within the budget (and the link up): cloud (hedged by the local model if
+2. else the cloud (link up), when it starts within the budget, or late by no more than the
+   queue bound (``scheduler.max_queue_ms``, default the global ``scheduler.budget_ms``):
+   the device cannot make the budget, so the cloud takes it (hedged by the local model if
    its first piece is late);
-3. else the faster of the two among those whose queueing delay stays within
-   ``scheduler.max_queue_ms`` (default: the budget): the answer starts late but soon, and
-   the reason says so (an idle but slow device still answers when the cloud is down);
+3. else the local model when its queueing delay stays within that bound: the answer starts
+   late but soon, and the reason says so (an idle but slow device still answers when the
+   cloud is down or a request's budget is 1 ms);
 4. else a refusal at once (``OverloadedError`` with ``retry_after_s``; HTTP 503 +
    ``Retry-After``), never a 20 s wait.
 
@@ -133,27 +135,25 @@ class Scheduler:
         cloud_s, cloud_why = cloud.predict_ttft_s(self._cloud_pending) if cloud_up \
             else (INF, "")
         cloud_s = cloud_s if math.isfinite(cloud_s) and cloud_s >= 0 else INF
-        if cloud_s <= budget:
-            return self._to_cloud(Decision("cloud", f"{over}; {cloud_why}", "over_budget",
+        # over budget here: the cloud, if it starts within the budget or its queue is short
+        bound = self.queue_bound_s()
+        if cloud_s <= budget + bound:
+            late = "" if cloud_s <= budget else f": {cloud_s * 1e3:.0f} ms, the budget missed " \
+                                                 f"by less than its {bound * 1e3:.0f} ms bound"
+            return self._to_cloud(Decision("cloud", f"{over}; {cloud_why}{late}", "over_budget",
                                            local_s, budget, cloud_s))
-        # neither starts within the budget: the sooner of the two, if its queue is short
-        bound = (self.cfg.max_queue_ms / 1e3) or budget
         local_fits = fc.wait_s * slow <= bound
-        cloud_fits = cloud_s <= budget + bound
-        if cloud_fits and (not local_fits or cloud_s < local_s):
-            return self._to_cloud(Decision("cloud", f"{over}; {cloud_why}: the sooner of the "
-                                           "two", "over_budget_cloud_sooner", local_s, budget,
-                                           cloud_s))
         if local_fits:
             why = ("cloud disabled" if cloud is None else
                    "cloud unavailable (link down)" if not cloud_up else
-                   f"{cloud_why}: local is sooner")
+                   f"{cloud_why}: too late")
             code = ("cloud_disabled" if cloud is None else
-                    "cloud_unavailable" if not cloud_up else "over_budget_local_sooner")
+                    "cloud_unavailable" if not cloud_up else "cloud_too_late")
             return Plan(Decision("local", f"{over}; {why}, answering locally on "
                                  f"{local_device}", code, local_s, budget, cloud_s),
                         self.local.reserve(prompt_tokens))
-        waits = [fc.wait_s * slow - bound] + ([cloud_s - budget - bound] if cloud_up else [])
+        waits = [fc.wait_s * slow - bound] + ([cloud_s - budget - bound] if cloud_up and
+                                              math.isfinite(cloud_s) else [])
         retry = max(self.cfg.retry_after_s, math.ceil(max(0.0, min(waits))))
         cloud_part = "cloud disabled" if cloud is None else \
             "cloud unavailable" if not cloud_up else cloud_why
@@ -176,10 +176,16 @@ class Scheduler:
     def forecast(self, prompt_tokens: int) -> LocalForecast:
         return self.local.forecast(prompt_tokens)
 
+    def queue_bound_s(self) -> float:
+        """The longest queueing delay a place may add when the budget cannot be met:
+        ``scheduler.max_queue_ms``, default the global budget (not a request's own: a 1 ms
+        budget still gets an answer from an idle place)."""
+        return (self.cfg.max_queue_ms or self.cfg.budget_ms) / 1e3
+
     def try_reserve_local(self, prompt_tokens: int, budget_s: float) -> LocalSlot | None:
         """A local slot for a hedge, only while the local queue's wait is within bound."""
         slow, _ = self._device_factor(prompt_tokens)
-        bound = (self.cfg.max_queue_ms / 1e3) or budget_s
+        bound = self.queue_bound_s()
         fc = self.local.forecast(prompt_tokens)
         if fc.wait_s * slow > bound:
             return None

@@ -84,3 +84,17 @@ def test_latency_model_rejects_non_positive_rates() -> None:
     with pytest.raises(ConfigError):
         LatencyModel(prefill_tok_s_gpu=0.0, decode_tok_s_gpu=1.0,
                      prefill_tok_s_cpu=1.0, decode_tok_s_cpu=1.0)
+
+
+def test_profiles_recommend_a_max_batch_that_llm_max_batch_zero_takes() -> None:
+    assert Config().llm.max_batch == 0                       # default: the profile's
+    for name in profile_names():
+        p = get_profile(name)
+        assert 2 <= p.max_batch <= 16                         # micro-batching on everywhere
+        assert p.llm_max_batch(0) == p.max_batch
+        assert p.llm_max_batch(1) == 1 and p.llm_max_batch(12) == 12   # an explicit value wins
+    assert get_profile("sim-orin-nano").max_batch == get_profile("orin-nano-8gb").max_batch
+    with pytest.raises(ConfigError):
+        dataclasses.replace(get_profile("x86-cpu"), max_batch=17)
+    with pytest.raises(ConfigError):
+        load_config(env={"EDGE_RUNTIME_LLM__MAX_BATCH": "-1"})

@@ -14,10 +14,13 @@ import pytest
 pytest.importorskip("gguf")
 pytest.importorskip("onnx")
 
+from edge_runtime.clock import FakeClock  # noqa: E402
 from edge_runtime.errors import ConfigError, OverloadedError  # noqa: E402
 from edge_runtime.llm import load_engine  # noqa: E402
 from edge_runtime.llm.batch_runner import BatchKvRunner, common_prefix  # noqa: E402
 from edge_runtime.llm.batching import BatchController, BatchingEngine  # noqa: E402
+from edge_runtime.llm.control import (PidController, PidGains, PrefillTimes,  # noqa: E402
+                                      StepTimes)
 from edge_runtime.llm.onnx_engine import OnnxLlmEngine  # noqa: E402
 from edge_runtime.llm.providers import OpenedSession, open_session, trt_profiles  # noqa: E402
 from edge_runtime.llm.runner import KvRunner  # noqa: E402
@@ -86,16 +89,120 @@ def failing_factory(fail_at: int, load_fails: tuple[str, ...] = ()):
     return factory
 
 
-def test_controller_follows_sessions_and_bounds():
+def test_controller_ready_waits_for_every_decoding_session_but_not_forever():
     c = BatchController(8, max_wait_s=0.01)
-    assert c.target(0) == 1 and c.target(5) == 5 and c.target(40) == 8
     assert c.ready(pending=1, decoding=1, waited_s=0.0)          # idle device: no wait
+    assert c.ready(pending=1, decoding=0, waited_s=0.0)
     assert not c.ready(pending=2, decoding=4, waited_s=0.001)    # wait for the others
     assert c.ready(pending=2, decoding=4, waited_s=0.02)         # ... but not forever
-    assert c.ready(pending=8, decoding=12, waited_s=0.0)         # full batch
+    assert c.ready(pending=8, decoding=8, waited_s=0.0)          # full batch
     assert not c.ready(pending=0, decoding=3, waited_s=1.0)
     with pytest.raises(ConfigError):
         BatchController(17)
+    with pytest.raises(ConfigError):
+        BatchController(0)
+    with pytest.raises(ConfigError):
+        BatchController(4, min_batch=5)
+
+
+def test_pid_proportional_integral_and_clamp():
+    clock = FakeClock()
+    pid = PidController(PidGains(kp=2.0, ki=1.0, kd=0.0), setpoint=1.0, out_min=-10.0,
+                        out_max=10.0, clock=clock)
+    assert pid.update(3.0) == pytest.approx(4.0)       # first update: P only
+    clock.advance(0.5)
+    # the integral adds the error held over the interval (2.0 x 0.5 s x ki 1.0)
+    assert pid.update(3.0) == pytest.approx(4.0 + 1.0)
+    clock.advance(1.0)
+    assert pid.update(1.0) == pytest.approx(0.0 + 3.0)  # P 0, I = 1 + 2 x 1 s
+    clock.advance(100.0)
+    assert pid.update(50.0) == 10.0                      # clamped to out_max
+
+
+def test_pid_anti_windup_and_floor_tracking():
+    clock = FakeClock()
+    pid = PidController(PidGains(kp=1.0, ki=1.0), setpoint=0.0, out_min=0.0, out_max=5.0,
+                        clock=clock)
+    pid.update(20.0)
+    for _ in range(50):                   # saturated high for 50 s: the integral stops
+        clock.advance(1.0)
+        assert pid.update(20.0) == 5.0
+    assert pid.i_term <= 5.0
+    clock.advance(1.0)
+    pid.update(-1.0)                      # the error turns: the output leaves the clamp
+    clock.advance(1.0)
+    assert pid.update(-1.0) < 5.0         # at once, not after unwinding 50 s of error
+    pid.reset()
+    assert pid.update(0.0, floor=3.0) == pytest.approx(3.0)   # tracks the actuator's floor
+    clock.advance(10.0)
+    assert pid.update(-1.0, floor=3.0) == pytest.approx(2.0)  # I cannot go below, P can
+
+
+def test_pid_derivative_acts_on_the_measurement():
+    clock = FakeClock()
+    pid = PidController(PidGains(kp=0.0, ki=0.0, kd=1.0), out_min=-100.0, out_max=100.0,
+                        clock=clock)
+    assert pid.update(0.0) == 0.0
+    clock.advance(0.5)
+    assert pid.update(2.0) == pytest.approx(4.0)      # rising 4/s
+    pid.setpoint = 50.0                               # no kick from a setpoint change
+    clock.advance(0.5)
+    assert pid.update(2.0) == pytest.approx(0.0)
+    assert pid.update(9.0) == pytest.approx(0.0)      # same instant: no D step
+    with pytest.raises(ConfigError):
+        PidGains(kp=-1.0)
+
+
+def test_batch_target_follows_the_queue_and_stays_in_bounds():
+    clock = FakeClock()
+    c = BatchController(16, clock=clock)
+    assert c.min_batch == 2 and c.update(queued=0, in_use=0) == 2    # idle: the floor
+    assert c.update(queued=0, in_use=1) == 2     # a lone request never waits for a slot
+    assert c.update(queued=3, in_use=2) == 5     # each waiting request: one more at once
+    for _ in range(20):                          # a queue that persists winds the target up
+        clock.advance(0.5)
+        t = c.update(queued=3, in_use=5)
+    assert t == 16
+    assert c.update(queued=400, in_use=16) == 16
+    clock.advance(0.5)
+    # the queue empties: the target falls back slowly, never below the slots in use
+    held = [c.update(queued=0, in_use=6)]
+    for _ in range(40):
+        clock.advance(0.5)
+        held.append(c.update(queued=0, in_use=6))
+    assert held == sorted(held, reverse=True) and held[0] > 6 and held[-1] == 6
+    for _ in range(20):
+        clock.advance(0.5)
+        t = c.update(queued=0, in_use=0)
+    assert t == 2
+    assert c.update(queued=1, in_use=9) == 10    # busy: one waiting caller gets a slot
+    off = BatchController(1, clock=clock)
+    assert off.min_batch == 1 and off.update(queued=10, in_use=1) == 1
+
+
+def test_step_times_interpolate_and_extrapolate_from_measurements():
+    st = StepTimes(base_s=0.010, per_row_s=0.002, alpha=0.5)
+    assert st.estimate(1) == pytest.approx(0.010) and st.estimate(5) == pytest.approx(0.018)
+    st.observe(2, 0.020)
+    assert st.estimate(2) == pytest.approx(0.020)
+    assert st.estimate(4) == pytest.approx(0.024)    # one point: the prior's slope
+    st.observe(8, 0.044)
+    assert st.estimate(5) == pytest.approx(0.032)    # between 2 and 8
+    assert st.estimate(16) == pytest.approx(0.076)   # beyond: the slope of the last two
+    assert st.estimate(1) == pytest.approx(0.016)    # below: the slope of the first two
+    st.observe(8, 0.048)                             # EWMA, alpha 0.5
+    assert st.estimate(8) == pytest.approx(0.046)
+    st.observe(0, 1.0)
+    st.observe(3, -1.0)                              # ignored
+    assert st.measured() == {2: 0.020, 8: pytest.approx(0.046)}
+    pt = PrefillTimes(per_token_s=0.001, alpha=0.5, min_tokens=8)
+    assert pt.estimate(4, step_s=0.012) == 0.012      # short prompt: about one step
+    assert pt.estimate(100, step_s=0.012) == pytest.approx(0.1)
+    pt.observe(4, 1.0)                                 # too short to say the rate
+    pt.observe(20, 0.06)
+    assert pt.per_token_s == pytest.approx(0.003)      # first observation replaces the prior
+    pt.observe(20, 0.02)
+    assert pt.per_token_s == pytest.approx(0.002)
 
 
 def test_common_prefix():
@@ -271,4 +378,77 @@ def test_load_engine_with_max_batch_gives_the_batching_front(model_dir, expected
     assert eng.device == "cpu" and eng.prompt_tokens(PROMPTS[0]) > 0
     assert "".join(eng.generate(PROMPTS[0], GREEDY)) == expected[0]
     assert eng.last_stats["new_tokens"] > 0
+    eng.close()
+
+
+def test_chunked_prefill_and_prefix_copied_from_another_slot_match_a_full_prefill(model_dir):
+    cfg = json.loads((model_dir / "model_config.json").read_text())
+    opened = open_session(model_dir / "model.onnx", ["cpu"], 1)
+    shared = list(range(3, 53))                       # a 50-token "system prompt"
+    a, b = shared + [60, 61, 62], shared + [70, 71, 72, 73]
+    fresh = BatchKvRunner(opened, cfg, 96, 1)
+    want_b = fresh.prefill(0, b, reuse=False)
+    long = [c % 250 + 1 for c in range(100, 180)]    # shares nothing with a or b
+    want_long = fresh.prefill(0, long, reuse=False)
+    br = BatchKvRunner(opened, cfg, 96, 3)
+    br.prefill(0, a)
+    assert br.computed == len(a)
+    got_b = br.prefill(2, b)                          # slot 2 is empty: copies 50 from slot 0
+    assert br.computed == len(b) - len(shared) and br.copied == len(shared)
+    np.testing.assert_allclose(got_b, want_b, atol=1e-4)
+    assert br.step({2: 5})[2].shape == want_b.shape   # the copied row decodes on
+    parts = [br.prefill(1, long, limit=30) for _ in range(3)]   # 30 + 30 + 20 tokens
+    assert parts[0] is None and parts[1] is None and br.computed == 20
+    np.testing.assert_allclose(parts[2], want_long, atol=1e-4)
+    # slot 0's saved prompt no longer holds once its row changed (no stale saved logits)
+    want_a = fresh.prefill(0, a, reuse=False)
+    assert br.prefill(0, [7] * 40, limit=10) is None and br.lengths[0] == 10
+    np.testing.assert_allclose(br.prefill(0, a), want_a, atol=1e-4)
+    assert br.computed == 3                              # 50 copied back from slot 2
+
+
+def test_load_api_of_the_plain_and_the_batching_engine(plain):
+    assert (plain.capacity, plain.batch_target, plain.active, plain.queued) == (1, 1, 0, 0)
+    "".join(plain.generate(PROMPTS[0], GREEDY))
+    assert plain.step_time_s(1) > 0 and plain.step_time_s(8) == plain.step_time_s(1)
+    assert plain.prefill_time_s(200) >= plain.prefill_time_s(1) > 0
+    eng = BatchingEngine(plain, max_batch=4)
+    assert eng.capacity == 4 and eng.batch_target == 2 and eng.active == eng.queued == 0
+    assert set(eng.step_times.measured()) == {1, 4}    # calibrated at start
+    assert eng.step_time_s(2) > 0 and eng.step_time_s(99) == eng.step_time_s(4)
+    assert eng.prefill_time_s(64) > 0
+    gen = eng.generate(PROMPTS[0], GREEDY)
+    next(gen)
+    assert eng.active == 1
+    gen.close()
+    assert eng.active == 0
+    eng.close()
+
+
+def test_the_batch_target_holds_callers_back_until_the_queue_lifts_it(plain, expected):
+    # kp = ki = 0: the target stays at min_batch (2), so a third caller waits for a slot
+    eng = BatchingEngine(plain, max_batch=4, gains=PidGains(kp=0.0, ki=0.0))
+    first, second = (eng.generate(PROMPTS[i], GREEDY) for i in range(2))
+    next(first), next(second)
+    got: list[str] = []
+    t = threading.Thread(target=lambda: got.append("".join(eng.generate(PROMPTS[2], GREEDY))))
+    t.start()
+    for _ in range(200):
+        if eng.queued:
+            break
+        threading.Event().wait(0.01)
+    assert eng.queued == 1 and eng.active == 2 and eng.batch_target == 2
+    first.close()
+    t.join(timeout=10)
+    assert got == [expected[2]]
+    second.close()
+    eng.close()
+    # default gains: one waiting caller lifts the target at once, so it does not wait
+    eng = BatchingEngine(plain, max_batch=4)
+    gens = [eng.generate(PROMPTS[i], GREEDY) for i in range(3)]
+    for g in gens:
+        next(g)
+    assert eng.active == 3 and eng.queued == 0 and eng.batch_target >= 3
+    for g in gens:
+        g.close()
     eng.close()

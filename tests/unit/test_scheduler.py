@@ -252,3 +252,13 @@ def test_cloud_decisions_not_yet_sent_count_in_the_next_prediction():
     s.cloud_sent(plans[0])                     # idempotent
     decide(s, cloud=cloud)
     assert cloud.pending == 2                  # plans[1] and plans[2]
+
+
+def test_a_cloud_late_by_less_than_the_queue_bound_still_takes_an_over_budget_request():
+    s = _sched(budget_ms=1)                        # bound: the global budget, 1 ms here
+    assert decide(s, cloud=Cloud(predicted_s=0.06)).route == "local"
+    s = Scheduler(SchedulerConfig(budget_ms=150), TtftPredictor(overhead_s=0.01,
+                                                                per_token_s=0.001))
+    d = decide(s, budget_ms=1, cloud=Cloud(predicted_s=0.06))   # a 1 ms request budget
+    assert d.route == "cloud" and "budget missed by less than" in d.reason
+    assert decide(s, budget_ms=1, cloud=Cloud(predicted_s=0.2)).code == "cloud_too_late"
