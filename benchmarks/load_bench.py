@@ -15,9 +15,10 @@ What one sweep does:
    10 s, so 200 users are 20 requests/s) and each configuration — edge-runtime as
    configured, then the baseline (``skills.enabled=false cache.enabled=false
    scheduler.routing=local llm.max_batch=1``: every request straight to the local LLM,
-   queued) — starts a fresh daemon pinned to ``--daemon-cpu`` (0) with an empty answer
-   cache (``cache.disk_dir`` in a new directory), warms it up with requests that are
-   never cached, then sends the level's schedule for ``--duration`` seconds from this
+   queued) — starts a fresh daemon pinned to ``--daemon-cpu`` (0) whose answer cache on
+   disk carries over from the configuration's earlier levels (``--cold-cache``: empty for
+   each level; level ``i`` starts each user at row ``3i`` of its list, so a level is not a
+   replay of the one before), warms it up with requests that are never cached, then sends the level's schedule for ``--duration`` seconds from this
    process (pinned to ``--client-cpu``, 1), with rows from the committed workload
    (``benchmarks/load/workload.jsonl``: see ``benchmarks/load/workload.py``);
 3. measures per request (client: from the intended send time; daemon: ``timings_ms``),
@@ -54,6 +55,7 @@ except ImportError:        # pragma: no cover - run as a script
     from benchmarks.load.client import run_schedule
     from benchmarks.load.stats import Provenance, ratio_rows, summarize
 
+LEVEL_ROW_STRIDE = 3        # level i starts every user at row 3i of its list
 BASELINE_SETS = ["skills.enabled=false", "cache.enabled=false", "scheduler.routing=local",
                  "llm.max_batch=1"]
 # never cached (personal), so the answer cache starts every level cold
@@ -78,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--burst-size", type=float, default=5.0, help="mean requests per burst")
     p.add_argument("--burst-spread-s", type=float, default=1.0, help="a burst lasts this long")
     p.add_argument("--no-baseline", action="store_true", help="skip the LLM-only baseline")
+    p.add_argument("--cold-cache", action="store_true",
+                   help="an empty answer cache for every level (default: one per "
+                        "configuration, warm from the levels before, as on a running device)")
     p.add_argument("--url", default="", help="use this running daemon (no processes started)")
     p.add_argument("--baseline-url", default="", help="with --url: a running baseline daemon")
     p.add_argument("--token", default="", help="bearer token for --url/--baseline-url")
@@ -156,7 +161,10 @@ class Bench:
         self.cloud.wait_ready(120)
 
     def daemon_sets(self, config: str, tag: str, extra: list[str] | None = None) -> list[str]:
-        cache_dir = self.work / f"cache-{tag}"
+        # warm (default): one answer cache per configuration, carried from level to level as
+        # a running device's would be; --cold-cache: an empty one for every level
+        cache_dir = self.work / (f"cache-{tag}" if self.args.cold_cache else
+                                 f"cache-{tag.split('-')[0]}")
         sets = [f"cloud.endpoint=tcp://127.0.0.1:{self.cloud_port}", f"cache.disk_dir={cache_dir}",
                 f"llm.threads={self.args.llm_threads}"]
         sets += BASELINE_SETS if config == "baseline" else []
@@ -224,7 +232,7 @@ class Bench:
             time.sleep(0.25)
 
     def run_level(self, config: str, users: int, url: str | None,
-                  provenance: Provenance) -> dict:
+                  provenance: Provenance, index: int = 0) -> dict:
         a = self.args
         tag = f"{config}-{users}"
         daemon = None
@@ -243,7 +251,7 @@ class Bench:
         outcomes, wall = asyncio.run(run_schedule(
             url, sched, self.rows_by_user, timeout_s=a.timeout_s, max_in_flight=a.max_in_flight,
             audio=self.audio if audio_ok else {}, budget_ms=a.budget_ms, token=a.token,
-            session_prefix=f"{self.nonce}-{tag}-"))
+            session_prefix=f"{self.nonce}-{tag}-", k_offset=LEVEL_ROW_STRIDE * index))
         elapsed = time.monotonic() - t0
         busy1 = procs.machine_cpu()
         cpu1 = {k: procs.cpu_seconds(p) if p else None for k, p in pids.items()}
@@ -337,9 +345,9 @@ def sweep(bench: Bench) -> dict:
         bench.start_cloud()
     result: dict = {"levels": [], "baseline": []}
     prov = {name: Provenance() for name, _ in configs}
-    for users in levels:             # configurations interleaved, level by level
+    for index, users in enumerate(levels):   # configurations interleaved, level by level
         for name, url in configs:
-            lv = bench.run_level(name, users, url, prov[name])
+            lv = bench.run_level(name, users, url, prov[name], index)
             result["levels" if name == "edge" else "baseline"].append(lv)
             log(progress(name, lv))
     result["ratios"] = ratio_rows(result["levels"], result["baseline"])

@@ -140,6 +140,9 @@ class SchedulerConfig:
     max_queue_ms: float = 0.0          # longest queueing delay a place (local or cloud) accepts
                                        # when neither meets the budget; 0 = the budget itself
     retry_after_s: float = 1.0         # shortest Retry-After of a refusal
+    min_decode_tok_s: float = 30.0     # within budget locally only while each session still
+                                       # decodes this fast at the batch it joins (0 = off);
+                                       # past it, the cloud takes the request if it can
 
 
 @dataclass(frozen=True)
@@ -267,6 +270,8 @@ class Config:
         _check(self.scheduler.routing in ("budget", "local"), "scheduler.routing",
                "must be budget or local")
         _check(self.scheduler.max_queue_ms >= 0, "scheduler.max_queue_ms", "must be >= 0")
+        _check(self.scheduler.min_decode_tok_s >= 0, "scheduler.min_decode_tok_s",
+               "must be >= 0")
         _check(self.scheduler.retry_after_s > 0, "scheduler.retry_after_s", "must be positive")
         _check(self.server.max_concurrent_requests >= 1, "server.max_concurrent_requests",
                "must be >= 1")

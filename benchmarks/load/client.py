@@ -18,14 +18,18 @@ from .arrivals import Arrival
 from .stats import Outcome
 
 
-def row_for(rows_by_user: dict[int, list[dict]], a: Arrival) -> tuple[dict, str]:
-    """The row a user sends as its k-th request, and a tag that keeps sessions apart when
-    the workload wraps (more users than it has, or more requests than a user's rows)."""
+def row_for(rows_by_user: dict[int, list[dict]], a: Arrival,
+            k_offset: int = 0) -> tuple[dict, str]:
+    """The row a user sends as its k-th request (from row ``k_offset`` of its list on: levels
+    of a sweep start users at different rows, so a warm cache is not fed a replay of the
+    level before), and a tag that keeps sessions apart when the workload wraps (more users
+    than it has, or more requests than a user's rows)."""
     users = sorted(rows_by_user)
     rows = rows_by_user[users[a.user % len(users)]]
-    u_wrap, k_wrap = a.user // len(users), a.k // len(rows)
+    k = a.k + k_offset
+    u_wrap, k_wrap = a.user // len(users), k // len(rows)
     tag = "" if not (u_wrap or k_wrap) else (f"~{k_wrap}" if not u_wrap else f"~{u_wrap}.{k_wrap}")
-    return rows[a.k % len(rows)], tag
+    return rows[k % len(rows)], tag
 
 
 def request_body(row: dict, session_prefix: str, wrap: str = "",
@@ -61,7 +65,7 @@ async def run_schedule(url: str, arrivals: Sequence[Arrival], rows_by_user: dict
                        audio: dict[str, bytes] | None = None, session_prefix: str = "",
                        budget_ms: float | None = None, token: str = "",
                        clock: Callable[[], float] = time.monotonic,
-                       lead_s: float = 0.2) -> tuple[list[Outcome], float]:
+                       lead_s: float = 0.2, k_offset: int = 0) -> tuple[list[Outcome], float]:
     """Send ``arrivals`` open-loop; return the outcomes (in schedule order) and the wall
     time from the level start to the last response (or give-up)."""
     audio = audio or {}
@@ -113,7 +117,7 @@ async def run_schedule(url: str, arrivals: Sequence[Arrival], rows_by_user: dict
     async with aiohttp.ClientSession(connector=conn) as session:
         tasks = []
         for a in arrivals:
-            row, wrap = row_for(rows_by_user, a)
+            row, wrap = row_for(rows_by_user, a, k_offset)
             o = Outcome(row=row, intended=a.t)
             outcomes.append(o)
             if row.get("audio") and row["text"] not in audio:

@@ -14,8 +14,9 @@ Definitions (also in the report's legend):
 - refused: HTTP 503 ``overloaded`` (a clear, retryable refusal); errors: any other error
   response; lost: no answer and no error response within the timeout (or the connection
   dropped); unreachable (fault runs): the connection was refused before any request.
-- cache hit rate: answered requests served from the cache / answered requests
-  (``cache_hit_rate_cacheable``: over the rows whose answer may be cached).
+- cache hit rate: answered requests served from the cache / answered requests whose
+  answer may be cached (the daemon's ``agent_cache_hit_rate``: hits / cache lookups; skills
+  and follow-ups never look); ``cache_share``: cache hits / all answered requests.
 - wrong answers from the cache: a hit on a row whose ``cacheable`` is false, whose
   understood intent is not the row's, or whose answer was first produced (by the LLM, in
   this run) for another question ``group``; hits whose answer this run never produced
@@ -180,9 +181,9 @@ def summarize(outcomes: list[Outcome], *, users: int, duration_s: float, budget_
         "ttft_p50_ms": _r(percentile(ttft, 50)), "ttft_p99_ms": _r(percentile(ttft, 99)),
         "goodput": _r(good / len(sent), 4) if sent else None,
         "budget_ms": budget_ms,
-        "cache_hit_rate": _r(hits / len(ok), 4) if ok else None,
-        "cache_hit_rate_cacheable": _r(sum(o.route == "cache" for o in cacheable_ok)
-                                       / len(cacheable_ok), 4) if cacheable_ok else None,
+        "cache_hit_rate": _r(sum(o.route == "cache" for o in cacheable_ok)
+                             / len(cacheable_ok), 4) if cacheable_ok else None,
+        "cache_share": _r(hits / len(ok), 4) if ok else None,
         "route_mix": {k: _r(v / len(ok), 4) for k, v in sorted(routes.items())},
         "refused": len(refused), "refused_p50_ms": _r(percentile(refused_ms, 50)),
         "refused_max_ms": _r(max(refused_ms) if refused_ms else None),

@@ -47,6 +47,7 @@ class LocalForecast:
     wait_s: float          # the part of it spent waiting for work already committed
     ahead: int             # slots committed before this one
     capacity: int
+    step_s: float = 0.0    # decode step time at the batch this request would join
 
     def describe(self) -> str:
         if not self.ahead:
@@ -114,13 +115,14 @@ class LocalQueue:
             self._slots.append(slot)
         return slot
 
-    def reserve_if(self, prompt_tokens: int, max_ttft_s: float,
-                   slowdown: float = 1.0) -> tuple[LocalSlot | None, LocalForecast]:
+    def reserve_if(self, prompt_tokens: int, max_ttft_s: float, slowdown: float = 1.0,
+                   max_step_s: float = float("inf")) -> tuple[LocalSlot | None, LocalForecast]:
         """Forecast and reserve in one step (no other decision can come between): a slot
-        when the forecast times ``slowdown`` is within ``max_ttft_s``, else None."""
+        when the forecast times ``slowdown`` is within ``max_ttft_s`` and the decode step
+        at the batch it joins within ``max_step_s``, else None."""
         with self._lock:
             fc = self._forecast(prompt_tokens)
-            if fc.ttft_s * slowdown > max_ttft_s:
+            if fc.ttft_s * slowdown > max_ttft_s or fc.step_s * slowdown > max_step_s:
                 return None, fc
             slot = LocalSlot(self, prompt_tokens, False, fc.ahead)
             self._slots.append(slot)
@@ -137,7 +139,8 @@ class LocalQueue:
             slot_wait = (ahead - cap + 1) * self.service_s(cap) / cap
         step = self._step_s(decoding) if decoding else 0.0
         wait = max(prefills, slot_wait) + step
-        return LocalForecast(wait + p.prefill_s(prompt_tokens), wait, ahead, cap)
+        joins = self._step_s(min(ahead + 1, cap)) if self.rates is not None and cap > 1 else 0.0
+        return LocalForecast(wait + p.prefill_s(prompt_tokens), wait, ahead, cap, joins)
 
     def service_s(self, batch: int) -> float:
         """Mean time one answer holds a decoding place when ``batch`` decode together."""

@@ -123,13 +123,19 @@ class Scheduler:
                                  "routing_off", fc.ttft_s, budget),
                         self.local.reserve(prompt_tokens, forced=True))
         slow, throttled = self._device_factor(prompt_tokens)
-        slot, fc = self.local.reserve_if(prompt_tokens, budget, slow)
+        min_tps = self.cfg.min_decode_tok_s
+        slot, fc = self.local.reserve_if(prompt_tokens, budget, slow,
+                                         1.0 / min_tps if min_tps > 0 else INF)
         local_s = fc.ttft_s * slow
         p_ms, b_ms = local_s * 1e3, budget * 1e3
         if slot is not None:
             return Plan(Decision("local", f"predicted local ttft {p_ms:.0f} ms{throttled} <= "
                                  f"{b_ms:.0f} ms budget", "within_budget", local_s, budget), slot)
-        over = f"predicted local ttft {p_ms:.0f} ms{throttled} > {b_ms:.0f} ms budget"
+        if local_s <= budget:        # in time, but one more would slow every answer too much
+            over = (f"predicted local ttft {p_ms:.0f} ms{throttled}, but decoding would slow "
+                    f"to {1.0 / (fc.step_s * slow):.0f} tok/s < {min_tps:g}")
+        else:
+            over = f"predicted local ttft {p_ms:.0f} ms{throttled} > {b_ms:.0f} ms budget"
         if fc.ahead:
             over += f" ({fc.describe()})"
         cloud_s, cloud_why = cloud.predict_ttft_s(self._cloud_pending) if cloud_up \

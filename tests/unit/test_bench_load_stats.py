@@ -87,7 +87,8 @@ def test_cache_check_finds_wrong_hits() -> None:
     assert any("q2" in e["why"] for e in cc["examples"])
     lv = summarize(hits + [miss], users=1, duration_s=10, budget_ms=150, timeout_s=30,
                    provenance=prov)
-    assert lv["cache_hit_rate"] == pytest.approx(5 / 6, abs=1e-4)
+    assert lv["cache_hit_rate"] == pytest.approx(4 / 5, abs=1e-4)   # over cacheable rows
+    assert lv["cache_share"] == pytest.approx(5 / 6, abs=1e-4)      # over all answered
     assert lv["cache_check"]["wrong"] == 3
 
 

@@ -262,3 +262,20 @@ def test_a_cloud_late_by_less_than_the_queue_bound_still_takes_an_over_budget_re
     d = decide(s, budget_ms=1, cloud=Cloud(predicted_s=0.06))   # a 1 ms request budget
     assert d.route == "cloud" and "budget missed by less than" in d.reason
     assert decide(s, budget_ms=1, cloud=Cloud(predicted_s=0.2)).code == "cloud_too_late"
+
+
+def test_a_full_batch_that_would_decode_too_slowly_sends_the_next_to_the_cloud():
+    s = Scheduler(SchedulerConfig(budget_ms=150, min_decode_tok_s=60),
+                  TtftPredictor(overhead_s=0.010, per_token_s=0.001), rates=Rates())
+    routes = []
+    for _ in range(4):
+        plan = s.plan(20, "oos", cloud=Cloud(predicted_s=0.05))
+        routes.append(plan.decision.route)
+        if plan.slot is not None:
+            plan.slot.started()
+            plan.slot.first_token()
+    # a step of b sessions costs 10 + 2b ms: 60 tok/s allows b <= 3
+    assert routes == ["local", "local", "local", "cloud"]
+    assert "decoding would slow to 56 tok/s < 60" in s.plan(20, "oos", cloud=UP).decision.reason
+    # without a cloud the request still goes local (late is better than refused)
+    assert decide(s, cloud=DOWN).route == "local"
