@@ -258,6 +258,7 @@ class Bench:
         self.wait_idle(url, a.timeout_s)
         m1 = procs.parse_metrics(procs.get_text(url + "/metrics"))
         provenance.add(outcomes)
+        write_requests(self.out / f"requests-{tag}.jsonl", outcomes)
         lv = summarize(outcomes, users=users, duration_s=a.duration,
                        budget_ms=a.budget_ms or 150.0, timeout_s=a.timeout_s, wall_s=wall,
                        provenance=provenance)
@@ -280,6 +281,20 @@ class Bench:
             daemon.stop()
             self.daemons.remove(daemon)
         return lv
+
+
+def write_requests(path: Path, outcomes: list) -> None:
+    """Every request of a level, one JSON line each, for a closer look at its tail."""
+    import json
+    with open(path, "w", encoding="utf-8") as f:
+        for o in outcomes:
+            b = o.body or {}
+            f.write(json.dumps({
+                "kind": o.row.get("kind"), "text": o.row.get("text"),
+                "intended_s": round(o.intended, 4), "status": o.status,
+                "latency_ms": o.latency_ms, "route": b.get("route"),
+                "reason": b.get("reason") or o.message, "timings_ms": b.get("timings_ms"),
+            }) + "\n")
 
 
 def daemon_agreement(m0: dict, m1: dict, outcomes: list, lv: dict) -> dict:

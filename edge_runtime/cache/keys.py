@@ -13,7 +13,11 @@ The rule (what ``make_key`` returns None for):
    (``LEADING_FILLERS``: "hey", "ok", "can you tell me", "do you know", "i'd like to
    know" ...) and trailing "thanks"/"thank you", so "can you tell me why the sky is
    blue" is neither personal nor a different question from "why is the sky blue";
-5. nothing is left of the text once normalized (only punctuation/emoji/fillers).
+5. nothing is left of the text once normalized (only punctuation/emoji/fillers);
+6. the request **refers back** to something said before (``CONTEXT_WORDS``: "that", "it",
+   "this", "they", "more", "again" …): "why is that" means something else in every
+   conversation, and a follow-up whose conversation the daemon does not know (expired,
+   another daemon) must not get another conversation's answer.
 
 The rule is deliberately conservative: a false "not cacheable" costs one model call, a
 false "cacheable" would speak yesterday's answer. Otherwise the key is built from the
@@ -47,6 +51,10 @@ TIME_PHRASES = ("this week", "this weekend", "this month", "this year", "this mo
                 "this afternoon", "this evening", "next week", "last week", "last night")
 PERSONAL_WORDS = frozenset({
     "i", "me", "my", "mine", "myself", "our", "ours", "ourselves", "i'm", "i've", "i'd", "i'll",
+})
+CONTEXT_WORDS = frozenset({
+    "that", "this", "it", "its", "those", "these", "they", "them", "he", "she", "him", "her",
+    "his", "more", "again", "else",
 })
 LEADING_FILLERS = (
     "hey", "hi", "hello", "ok", "okay", "so", "um", "uh",
@@ -97,6 +105,9 @@ def _reason_for_stripped(stripped: str) -> str | None:
     for phrase in TIME_PHRASES:
         if f" {phrase} " in joined:
             return f"time-dependent: {phrase!r}"
+    for w in words:
+        if w in CONTEXT_WORDS:
+            return f"refers back: {w!r}"
     return None
 
 

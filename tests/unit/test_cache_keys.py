@@ -65,6 +65,9 @@ def test_key_is_versioned_sha256_hex() -> None:
     ("should I bring an umbrella", "personal: 'i'"),
     ("I'm hungry what should we cook", "personal: \"i'm\""),
     ("where is our car", "personal: 'our'"),
+    ("why is that", "refers back: 'that'"),
+    ("tell me a bit more about it", "refers back: 'more'"),
+    ("and how did they build it", "refers back: 'they'"),
 ])
 def test_time_dependent_or_personal_requests_are_not_cached(text: str, reason: str) -> None:
     assert uncacheable_reason(text) == reason
