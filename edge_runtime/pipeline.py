@@ -13,7 +13,7 @@ import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from .cache.base import CachedAnswer
 from .clock import SYSTEM_CLOCK, Clock

@@ -29,7 +29,11 @@ class Arrival:
 def user_times(seed: int, user: int, duration_s: float,
                rate: float = RATE_PER_USER) -> list[float]:
     """One user's Poisson arrival times in [0, duration_s)."""
-    rng = random.Random(f"{seed}:user:{user}")
+    return _poisson(random.Random(f"{seed}:user:{user}"), rate, duration_s)
+
+
+def _poisson(rng: random.Random, rate: float, duration_s: float) -> list[float]:
+    """Arrival times of a Poisson process at ``rate`` per second in [0, duration_s)."""
     out, t = [], 0.0
     while True:
         t += rng.expovariate(rate)
@@ -83,10 +87,4 @@ def schedule(users: int, duration_s: float, seed: int, *, is_bursty: bool = Fals
 
 def fixed_rate(rate: float, duration_s: float, seed: int) -> list[float]:
     """Poisson arrival times at ``rate`` requests/s overall (soak and fault modes)."""
-    rng = random.Random(f"{seed}:rate:{rate}")
-    out, t = [], 0.0
-    while True:
-        t += rng.expovariate(rate)
-        if t >= duration_s:
-            return out
-        out.append(t)
+    return _poisson(random.Random(f"{seed}:rate:{rate}"), rate, duration_s)

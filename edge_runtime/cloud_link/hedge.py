@@ -10,17 +10,9 @@ token). Only the winner's pieces reach the sink, so the user hears exactly one a
 If the cloud fails before its first piece, local starts at once; if the cloud wins and then
 fails mid-stream, the sink is reset and the local model answers from the start.
 
-Pipeline hook (``Pipeline._answer``, cloud branch)::
-
-    out = await hedged_answer(
-        lambda: self._cloud_stream(messages),
-        (lambda tok: self._local_stream(messages, tok)) if self.s.llm is not None else None,
-        hedge_after_s=max(0.0, decision.budget_s - (self.clock.monotonic() - t0)),
-        sink=sink, clock=self.clock, cancel=cancel)
-    answer, route = out.answer, out.winner
-    device = "cloud" if out.winner == "cloud" else self._local_device()
-    timings.first_token = None if out.first_piece_m is None else out.first_piece_m - t0
-    reason = f"{decision.reason}; {out.reason}"
+Used by :class:`edge_runtime.scheduler.responders.CloudResponder` (and its hedged
+variant), which passes ``can_hedge`` so the local model joins the race only while its
+queue can take one more request.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ModelMissingError, OverloadedError
-from .responders import Answered, CloudResponder, HedgedResponder, Job, LocalResponder, Responder
+from .responders import Answered, CloudResponder, Job, LocalResponder, Responder
 from .scheduler import Plan, Scheduler
 
 
@@ -27,10 +27,6 @@ class Router:
         self.local_device = local_device
         self.local_error = local_error
         self.in_flight = 0
-
-    @property
-    def hedged(self) -> bool:
-        return isinstance(self.responders["cloud"], HedgedResponder)
 
     def plan(self, job: Job, intent: str, budget_ms: float | None) -> Plan:
         err = self.local_error
