@@ -39,59 +39,17 @@ from edge_runtime.protocol.messages import PING_WANTS_LOAD
 from edge_runtime.types import CancelToken, GenerationParams, Message
 
 from .backends.base import Backend
+from .load import LoadMeter
 from .security import CurveServer, endpoint_is_loopback
 
 log = logging.getLogger(__name__)
 
 _TICK_MS = 20              # I/O loop poll period: bounds deadline-watchdog lateness
 _MAX_BATCH = 256           # frames handled per socket per tick (keeps both sockets served)
-_EWMA_ALPHA = 0.2          # weight of the newest sample in the load EWMAs
-_MIN_MS = 1e-3             # a measured time is never reported as 0 (0 means "unknown")
 
 
 class _Stopping(Exception):
     """Raised inside a worker when the gateway stops while it is handing over a frame."""
-
-
-class LoadMeter:
-    """The gateway's load figures: workers record, the I/O thread snapshots (thread-safe).
-
-    ``prefill_ms``/``service_ms`` are EWMAs (weight ``alpha`` for the newest sample; the
-    first sample sets them) of worker start → first piece and worker start → complete
-    answer; 0 until measured. Cancelled or failed answers do not count as service times.
-    """
-
-    def __init__(self, alpha: float = _EWMA_ALPHA) -> None:
-        self._alpha = alpha
-        self._lock = threading.Lock()
-        self._active = 0
-        self._prefill_ms = 0.0
-        self._service_ms = 0.0
-
-    def _blend(self, old: float, sample_ms: float) -> float:
-        sample_ms = max(_MIN_MS, sample_ms)
-        return sample_ms if old <= 0.0 else old + self._alpha * (sample_ms - old)
-
-    def started(self) -> None:
-        with self._lock:
-            self._active += 1
-
-    def first_piece(self, elapsed_ms: float) -> None:
-        with self._lock:
-            self._prefill_ms = self._blend(self._prefill_ms, elapsed_ms)
-
-    def finished(self, elapsed_ms: float | None) -> None:
-        """A request left its worker; ``elapsed_ms`` is its service time (None: it did not
-        complete, e.g. cancelled or failed)."""
-        with self._lock:
-            self._active = max(0, self._active - 1)
-            if elapsed_ms is not None:
-                self._service_ms = self._blend(self._service_ms, elapsed_ms)
-
-    def snapshot(self) -> tuple[int, float, float]:
-        """(active, prefill_ms, service_ms)."""
-        with self._lock:
-            return self._active, self._prefill_ms, self._service_ms
 
 
 @dataclass

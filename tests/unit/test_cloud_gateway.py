@@ -8,7 +8,8 @@ import msgpack
 import pytest
 
 from cloud_fallback.backends.echo import EchoBackend
-from cloud_fallback.gateway import Gateway, LoadMeter
+from cloud_fallback.gateway import Gateway
+from cloud_fallback.load import LoadMeter
 from edge_runtime.clock import FakeClock
 from edge_runtime.errors import ConfigError
 from edge_runtime.protocol import Cancel, Chunk, Done, Ping, Pong, Request, encode
