@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
@@ -162,7 +163,8 @@ class Pipeline:
         job = Job(messages, self._params(), tokens, cancel, sink, t0)
         out = await self.router.answer(job, intent.name,
                                        spec.budget_ms if budget_ms is None else budget_ms)
-        self.metrics.predicted_ttft.set(min(self.s.scheduler.forecast(tokens).ttft_s, 1e6))
+        if math.isfinite(out.predicted_ttft_s):
+            self.metrics.predicted_ttft.set(out.predicted_ttft_s)
         timings.first_token = None if out.first_piece_m is None else out.first_piece_m - t0
         if session is not None and self.conversations is not None:
             self.conversations.add_answer(session, out.answer)

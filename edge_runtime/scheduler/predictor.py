@@ -47,10 +47,6 @@ class TtftPredictor:
         with self._lock:
             return max(self.overhead_s + prompt_tokens * self.per_token_s, 0.0)
 
-    def predict(self, prompt_tokens: int, queued: int = 0) -> float:
-        """Prefill time after ``queued`` whole answers served one at a time."""
-        return queued * self.service_s + self.prefill_s(prompt_tokens)
-
     def observe(self, prompt_tokens: int, ttft_s: float, total_s: float | None = None,
                 new_tokens: int | None = None) -> None:
         """Fold a measured request into the model (the per-token rate absorbs the error).

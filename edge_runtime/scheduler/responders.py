@@ -49,6 +49,7 @@ class Answered:
     reason: str
     code: str                       # decision code for metrics (may differ from the plan's)
     first_piece_m: float | None     # clock.monotonic() of the first piece (None: empty)
+    predicted_ttft_s: float = float("inf")   # the scheduler's local forecast for it
 
 
 class Responder(Protocol):
@@ -98,7 +99,7 @@ class LocalResponder:
             _release_unstarted(slots)
         d = plan.decision
         return Answered("".join(pieces).strip(), "local", self.llm.device, d.reason, d.code,
-                        first_m)
+                        first_m, d.predicted_ttft_s)
 
 
 class CloudResponder:
@@ -162,7 +163,7 @@ class CloudResponder:
             code = "hedge_local_won" if out.hedged else "cloud_failed"
         device = "cloud" if out.winner == "cloud" else str(self.local.device)  # type: ignore[union-attr]
         return Answered(out.answer, out.winner, device, f"{d.reason}; {out.reason}", code,
-                        out.first_piece_m)
+                        out.first_piece_m, d.predicted_ttft_s)
 
 
 class HedgedResponder(CloudResponder):

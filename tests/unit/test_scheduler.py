@@ -9,7 +9,7 @@ def test_calibration_fits_overhead_and_rate():
     p.calibrate([(10, 0.030), (110, 0.230)])
     assert p.per_token_s == pytest.approx(0.002)
     assert p.overhead_s == pytest.approx(0.010)
-    assert p.predict(60) == pytest.approx(0.130)
+    assert p.prefill_s(60) == pytest.approx(0.130)
 
 
 def test_calibration_needs_two_samples():
@@ -140,8 +140,8 @@ def test_reused_prefix_gives_a_negative_intercept_but_never_a_negative_predictio
     p = TtftPredictor()
     p.calibrate([(40, 0.010), (100, 0.130)])     # the first 35 tokens were free (cached)
     assert p.overhead_s < 0
-    assert p.predict(60) == pytest.approx(0.050)
-    assert p.predict(10) == 0.0
+    assert p.prefill_s(60) == pytest.approx(0.050)
+    assert p.prefill_s(10) == 0.0
 
 
 # -- under load --------------------------------------------------------------------------
