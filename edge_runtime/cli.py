@@ -34,14 +34,20 @@ def _common(top: bool = False) -> argparse.ArgumentParser:
     return p
 
 
-def _load(args: argparse.Namespace, extra: dict[str, dict[str, Any]] | None = None) -> Config:
+def _load(args: argparse.Namespace, extra: dict[str, dict[str, Any]] | None = None, *,
+          one_shot: bool = False) -> Config:
+    """The config from file, env and flags; logging set up from it. ``one_shot`` commands
+    print their result, so their INFO lines are kept off unless --log-level asks."""
     overrides = parse_overrides(args.overrides)
     for sec, values in (extra or {}).items():
         overrides.setdefault(sec, {}).update({k: v for k, v in values.items() if v is not None})
     if args.log_level:
         overrides.setdefault("logging", {})["level"] = args.log_level
     cfg = load_config(args.config, overrides=overrides)
-    logging.basicConfig(level=cfg.logging.level.upper(), stream=sys.stderr,
+    level = cfg.logging.level.upper()
+    if one_shot and not args.log_level and level in ("DEBUG", "INFO"):
+        level = "WARNING"
+    logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return cfg
 
@@ -68,7 +74,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if (args.text is None) == (args.wav is None):
         raise BadInputError("give either TEXT or --wav FILE",
                             hint="edge-runtime ask 'what time is it'")
-    cfg = _load(args)
+    cfg = _load(args, one_shot=True)
     if args.url:
         if args.wav or args.speak:
             raise BadInputError("--wav/--speak run in process; drop --url (or POST the WAV "
