@@ -11,8 +11,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
-from .loader import load_intents
+from ...errors import ConfigError
+from ..loader import load_intents
 
 
 class DataFileError(ConfigError):

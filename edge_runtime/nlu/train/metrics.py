@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-OOS = "oos"
+from ..base import OOS
 
 
 def intent_metrics(gold: Sequence[str], pred: Sequence[str], oos: str = OOS) -> dict:

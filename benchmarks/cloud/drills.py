@@ -21,11 +21,11 @@ from typing import Any, Callable, Sequence
 import msgpack
 import zmq
 
-from ..config import CloudConfig
-from ..protocol import Request, encode
-from ..types import CancelToken, GenerationParams, Message
-from .failover import FailoverCloudClient
-from .hedge import hedged_answer
+from edge_runtime.cloud_link.failover import FailoverCloudClient
+from edge_runtime.cloud_link.hedge import hedged_answer
+from edge_runtime.config import CloudConfig
+from edge_runtime.protocol import Request, encode
+from edge_runtime.types import CancelToken, GenerationParams, Message
 
 LOCAL_DELAY_S = 0.05
 PARAMS = GenerationParams(max_new_tokens=256, temperature=0.0)

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import EdgeError
+from edge_runtime.errors import EdgeError
 
 log = logging.getLogger(__name__)
 
