@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Sequence
+from collections.abc import Sequence
 
 # WHAT -> the module whose ``main(argv) -> int`` runs it
 BENCHES = {"llm": "benchmarks.llm_bench", "voice": "benchmarks.voice_bench",

@@ -22,7 +22,8 @@ import statistics
 import sys
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import zmq
 

@@ -149,13 +149,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if exc.name != "benchmarks":
             raise
         harness = None
-    if not hasattr(harness, "BENCHES"):         # absent, or some other "benchmarks" package
+    run = getattr(harness, "run", None)
+    if run is None or not hasattr(harness, "BENCHES"):     # absent, or another "benchmarks"
         raise ConfigError("the benchmark harness is not installed (it is benchmarks/ of the "
                           "source checkout; the wheel holds the runtime alone)",
                           hint=f"run it from the repository root: python -m benchmarks "
                                f"{args.what} ...")
     try:
-        return int(harness.run(args.what, args.rest))
+        return int(run(args.what, args.rest))
     except ModuleNotFoundError as exc:
         raise ConfigError(f"benchmark {args.what} is not available ({exc.name} missing)",
                           hint="install the dev extra: pip install -e '.[dev]'") from None

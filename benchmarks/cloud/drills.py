@@ -16,7 +16,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import msgpack
 import zmq
@@ -270,7 +271,7 @@ class BrokenOpenAIServer:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "BrokenOpenAIServer":
+    def __enter__(self) -> BrokenOpenAIServer:
         self._thread.start()
         return self
 

@@ -11,7 +11,8 @@ import dataclasses
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import zmq
 

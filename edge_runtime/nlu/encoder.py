@@ -31,7 +31,6 @@ import numpy as np
 
 from ..errors import ConfigError
 from .oos import MEMORY_FILE, NeighbourMemory, OosScore, margins
-from .text import normalize_text
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,8 @@ from .text import normalize_text
 
 AREAS = ("kitchen", "living room", "bedroom", "bathroom", "office", "garage", "hallway", "basement")
 FLOORS = ("ground floor", "first floor", "upstairs", "downstairs")
-NAMES = {"desk lamp": "light", "floor lamp": "light", "reading lamp": "light", "porch light": "light",
+NAMES = {"desk lamp": "light", "floor lamp": "light", "reading lamp": "light",
+         "porch light": "light",
          "ceiling fan": "fan", "air purifier": "fan", "coffee maker": "switch",
          "christmas tree": "switch", "stereo": "media_player", "tv": "media_player",
          "front door": "lock", "patio blinds": "cover", "movie night": "scene"}
@@ -124,7 +125,7 @@ class SlotFiller:
                 "vocab": {i: sorted(v) for i, v in sorted(self.vocab.items())}}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "SlotFiller":
+    def from_dict(cls, data: dict) -> SlotFiller:
         """A filler from ``to_dict`` data, without hassil or the templates."""
         if data.get("format") != FILLER_FORMAT:
             raise ValueError(f"slot table format {data.get('format')!r} is not {FILLER_FORMAT}")
@@ -144,7 +145,8 @@ class SlotFiller:
         self.contexts = defaultdict(Counter, {tuple(k): counter(v) for k, v in data["contexts"]})
         self.signatures = Counter({(i, frozenset(tuple(x) for x in sig)): c
                                    for i, sig, c in data["signatures"]})
-        self.phrase_ctx = defaultdict(Counter, {tuple(k): counter(v) for k, v in data["phrase_ctx"]})
+        self.phrase_ctx = defaultdict(Counter, {tuple(k): counter(v)
+                                                for k, v in data["phrase_ctx"]})
         self.vocab = defaultdict(set, {i: set(v) for i, v in data["vocab"].items()})
         self._index()
         return self
@@ -258,7 +260,7 @@ class SlotFiller:
                 hits.append((i, n, (ctx or self.phrases[intent][phrase]).most_common(3),
                              self._reliability(intent, phrase) * quality))
         found, keep = self._best_assignment(intent, hits[:6])
-        for (i, n, _, _), kept in zip(hits[:6], keep):
+        for (i, n, _, _), kept in zip(hits[:6], keep, strict=True):
             if not kept:
                 used[i:i + n] = [False] * n
         found.update(self._numbers(intent, words, used))   # a number may replace a text slot

@@ -24,7 +24,8 @@ import importlib.metadata
 import json
 import logging
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import ConfigError
 from .base import OOS

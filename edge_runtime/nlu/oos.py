@@ -10,7 +10,8 @@ nearest training sentence.
 
 The score is ``z(margin) - z(nearest)`` with both z-normalizations (mean, std) measured on
 the calibration rows; a text is out of scope when the score is >= the threshold. The
-threshold is chosen on validation rows by ``train.calibrate.calibrate_score``. ``NeighbourMemory`` keeps
+threshold is chosen on validation rows by ``train.calibrate.calibrate_score``.
+``NeighbourMemory`` keeps
 the in-scope training embeddings projected (PCA) to ``dims`` dimensions, float16 on disk,
 so the nearest-neighbour search is one small matrix-vector product per query.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -41,7 +42,7 @@ class NeighbourMemory:
         self.vectors = vectors.astype(np.float32)    # [N, K], unit rows
 
     @classmethod
-    def build(cls, embeddings: np.ndarray, dims: int = 128) -> "NeighbourMemory":
+    def build(cls, embeddings: np.ndarray, dims: int = 128) -> NeighbourMemory:
         """PCA of ``embeddings`` [N, D] to ``min(dims, D, N)`` components."""
         x = np.asarray(embeddings, np.float64)
         mean = x.mean(axis=0)
@@ -60,7 +61,7 @@ class NeighbourMemory:
         np.savez(path, mean=self.mean, proj=self.proj, vectors=self.vectors.astype(np.float16))
 
     @classmethod
-    def load(cls, path: Path) -> "NeighbourMemory":
+    def load(cls, path: Path) -> NeighbourMemory:
         with np.load(path) as z:
             return cls(z["mean"], z["proj"], z["vectors"])
 
@@ -91,5 +92,5 @@ class OosScore:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> "OosScore":
+    def from_json(cls, data: dict) -> OosScore:
         return cls(**{k: float(data[k]) for k in cls.__dataclass_fields__})

@@ -10,7 +10,6 @@ Pure Python, deterministic for a given ``random.Random``.
 from __future__ import annotations
 
 import random
-import re
 
 from ..numbers import digits_to_words
 from ..text import normalize_text

