@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_runtime.nlu.datasets import read_jsonl
+from edge_runtime.nlu.train.datasets import read_jsonl
 
 
 def _pkg(name: str) -> Path:

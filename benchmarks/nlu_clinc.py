@@ -28,9 +28,9 @@ import random
 from pathlib import Path
 
 from edge_runtime.nlu import load_intents
-from edge_runtime.nlu.datasets import Example, read_jsonl, write_jsonl
 from edge_runtime.nlu.encoder import EncoderIntentModel
 from edge_runtime.nlu.text import normalize_text
+from edge_runtime.nlu.train.datasets import Example, read_jsonl, write_jsonl
 
 CLINC = Path("/work/shared/data/clinc150")
 

@@ -1,7 +1,7 @@
 """Home Assistant templates: our encoder + slot filler vs hassil, on text and on ASR transcripts.
 
     python -m benchmarks.nlu_hass prepare --work DIR [--per-template 8] [--test-per-template 2]
-    python -m edge_runtime.nlu.cli train --data DIR/train.jsonl --out DIR/model --max-minutes 10
+    python -m edge_runtime.nlu.train.cli train --data DIR/train.jsonl --out DIR/model --max-minutes 10
     python -m benchmarks.nlu_asr --data DIR/test.jsonl --out DIR/asr.jsonl --limit 300
     python -m benchmarks.nlu_hass eval --work DIR [--asr FILE] [--json]
     python -m benchmarks.nlu_hass export --work DIR --model DIR/model
@@ -36,12 +36,13 @@ import json
 import time
 from pathlib import Path
 
-from edge_runtime.nlu.datasets import Example, read_jsonl, write_jsonl
 from edge_runtime.nlu.encoder import EncoderIntentModel
-from edge_runtime.nlu.hass import HassData, SlotFiller
-from edge_runtime.nlu.hass_model import combine, export_model, prepare_dataset
-from edge_runtime.nlu.metrics import percentiles_ms
+from edge_runtime.nlu.hass_model import combine
 from edge_runtime.nlu.text import normalize_text
+from edge_runtime.nlu.train.datasets import Example, read_jsonl, write_jsonl
+from edge_runtime.nlu.train.hass import HassData, SlotFiller
+from edge_runtime.nlu.train.hass_model import export_model, prepare_dataset
+from edge_runtime.nlu.train.metrics import percentiles_ms
 
 CLINC_TRAIN = Path("/work/shared/data/clinc150/train.jsonl")
 

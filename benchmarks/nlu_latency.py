@@ -16,10 +16,10 @@ import statistics
 import time
 from pathlib import Path
 
-from edge_runtime.nlu.datasets import read_examples
-from edge_runtime.nlu.evaluation import build_understander
-from edge_runtime.nlu.metrics import percentiles_ms
 from edge_runtime.nlu.text import normalize_text
+from edge_runtime.nlu.train.datasets import read_examples
+from edge_runtime.nlu.train.evaluation import build_understander
+from edge_runtime.nlu.train.metrics import percentiles_ms
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,9 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from .metrics import calibrate_threshold
-from .oos import MEMORY_FILE, NeighbourMemory, OosScore, calibrate_score, margins
-from .text import normalize_text
+from .oos import MEMORY_FILE, NeighbourMemory, OosScore, margins
 
 log = logging.getLogger(__name__)
 
@@ -179,26 +177,6 @@ class EncoderIntentModel:
             return self.decide(self.probabilities(text))
         probs, nearest = self.analyse(text)
         return self.decide_scored(probs, nearest)
-
-
-def calibrate_model(model: EncoderIntentModel, rows: list, max_accuracy_drop: float = 0.005,
-                    oos_recall: float | None = None) -> dict:
-    """Both out-of-scope schemes of ``model`` calibrated on labelled ``rows`` (``text``,
-    ``intent``): the meta.json fields ``oos_threshold``, ``val_class_scheme``,
-    ``val_threshold_scheme``, and, for a model with a memory, ``oos_score`` and
-    ``val_score_scheme`` (``oos.calibrate_score``; None without oos rows)."""
-    analysed = [model.analyse(normalize_text(r.text)) for r in rows]
-    probs = np.stack([p for p, _ in analysed])
-    gold = [r.intent for r in rows]
-    cal = calibrate_threshold(model.labels, probs, gold, max_accuracy_drop)
-    out = {"oos_threshold": cal["threshold"], "val_class_scheme": cal["class"],
-           "val_threshold_scheme": cal["threshold_metrics"]}
-    if model.memory is not None:
-        nearest = np.array([n for _, n in analysed], np.float64)
-        scored = calibrate_score(model.labels, probs, nearest, gold, max_accuracy_drop, oos_recall)
-        out["oos_score"] = scored["scorer"].to_json() if scored["scorer"] else None
-        out["val_score_scheme"] = scored["metrics"]
-    return out
 
 
 def decide(labels: tuple[str, ...], in_scope: np.ndarray, probs: np.ndarray, threshold: float,

@@ -13,8 +13,7 @@ import re
 
 from rapidfuzz import fuzz
 
-from .augment import digits_to_words
-from .numbers import parse_number
+from .numbers import digits_to_words, parse_number
 from .text import normalize_text
 
 _DIGIT_LETTER = re.compile(r"(?<=\d)(?=[a-z])")

@@ -157,3 +157,19 @@ def number_to_words(n: int) -> str:
             return (number_to_words(n // scale) + " " + word
                     + ("" if rest == 0 else " " + number_to_words(rest)))
     raise ValueError(n)
+
+
+_NUMBERS_IN_TEXT = re.compile(r"\d+(?:\.\d+)?")
+
+
+def digits_to_words(text: str) -> str:
+    """Spell every number in ``text`` ("3.5" -> "three point five"); huge numbers stay digits."""
+    def spell(match: re.Match[str]) -> str:
+        whole, _, frac = match.group(0).partition(".")
+        if len(whole) > 12:
+            return match.group(0)
+        words = number_to_words(int(whole))
+        if frac:
+            words += " point " + " ".join(number_to_words(int(d)) for d in frac)
+        return words
+    return _NUMBERS_IN_TEXT.sub(spell, text)

@@ -9,9 +9,9 @@ import asyncio
 
 import pytest
 
-from edge_runtime.cloud_link import scenarios
-from edge_runtime.cloud_link.drills import make_client, run_batch
-from edge_runtime.cloud_link.fleet import GatewayFleet
+from benchmarks.cloud import scenarios
+from benchmarks.cloud.drills import make_client, run_batch
+from benchmarks.cloud.fleet import GatewayFleet
 from edge_runtime.cloud_link.keys import generate_keypair, load_public_key
 from edge_runtime.config import CloudConfig
 

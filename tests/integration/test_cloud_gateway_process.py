@@ -122,7 +122,7 @@ async def test_embedded_backend_streams_a_real_answer(cloud_model_dir):
 
 
 async def test_embedded_gateway_killed_mid_stream_each_request_answered_once(cloud_model_dir):
-    from edge_runtime.cloud_link import scenarios
+    from benchmarks.cloud import scenarios
     r = await scenarios.drill_killed_mid_stream(
         n=2, gateway_args=["--backend", "embedded", "--model-dir", str(cloud_model_dir),
                            "--threads", "1", "--log-level", "WARNING"],

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from edge_runtime.cloud_link import scenarios
+from benchmarks.cloud import scenarios
 from edge_runtime.cloud_link.zmq_client import ZmqCloudClient
 from edge_runtime.types import GenerationParams, Message
 from tests.cloud_fixtures import LLAMA_MODEL_ALIAS, fast_cloud_config, gateway_process, llama_server

@@ -20,10 +20,10 @@ pytest.importorskip("transformers")
 
 from edge_runtime.errors import BadInputError  # noqa: E402
 from edge_runtime.nlu import OOS, load_intents  # noqa: E402
-from edge_runtime.nlu.cli import main as nlu_cli  # noqa: E402
-from edge_runtime.nlu.datasets import split_holdout, write_jsonl  # noqa: E402
-from edge_runtime.nlu.datasets import Example  # noqa: E402
-from edge_runtime.nlu.evaluation import build_understander  # noqa: E402
+from edge_runtime.nlu.train.cli import main as nlu_cli  # noqa: E402
+from edge_runtime.nlu.train.datasets import split_holdout, write_jsonl  # noqa: E402
+from edge_runtime.nlu.train.datasets import Example  # noqa: E402
+from edge_runtime.nlu.train.evaluation import build_understander  # noqa: E402
 
 KEEP = ("get_time", "timer_set", "greeting", "unit_convert", "oos")
 
@@ -31,7 +31,7 @@ KEEP = ("get_time", "timer_set", "greeting", "unit_convert", "oos")
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Example]]:
     from edge_runtime.errors import EdgeError
-    from edge_runtime.nlu.train_encoder import EncoderTrainSettings, base_model_dir
+    from edge_runtime.nlu.train.train_encoder import EncoderTrainSettings, base_model_dir
     try:
         base_model_dir(EncoderTrainSettings())
     except EdgeError as exc:
@@ -94,7 +94,7 @@ def test_empty_and_huge_input_are_errors(trained: tuple[Path, list[Example]], te
 
 def test_run_time_needs_no_torch(trained: tuple[Path, list[Example]]) -> None:
     code = ("import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
-            "from edge_runtime.nlu.evaluation import build_understander\n"
+            "from edge_runtime.nlu.train.evaluation import build_understander\n"
             f"print(build_understander({str(trained[0])!r}).parse('what time is it').name)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

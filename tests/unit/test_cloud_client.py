@@ -7,7 +7,7 @@ import random
 import pytest
 
 from edge_runtime.clock import FakeClock
-from edge_runtime.cloud_link.drills import garbage_frames
+from benchmarks.cloud.drills import garbage_frames
 from edge_runtime.cloud_link.zmq_client import ZmqCloudClient
 from edge_runtime.errors import CloudUnavailableError, ConfigError
 from edge_runtime.protocol import Cancel, Chunk, Done, Error, Ping, Request

@@ -10,7 +10,7 @@ import pytest
 
 from cloud_fallback.backends.echo import EchoBackend
 from cloud_fallback.gateway import Gateway
-from edge_runtime.cloud_link.drills import fuzz_gateway
+from benchmarks.cloud.drills import fuzz_gateway
 from edge_runtime.protocol import Done, Request
 from edge_runtime.types import GenerationParams, Message
 from tests.cloud_fixtures import Peer

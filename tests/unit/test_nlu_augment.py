@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from edge_runtime.nlu.augment import asr_variant, digits_to_words, number_to_words
-from edge_runtime.nlu.numbers import tokenize
+from edge_runtime.nlu.numbers import digits_to_words, number_to_words, tokenize
+from edge_runtime.nlu.train.augment import asr_variant
 
 
 @pytest.mark.parametrize("n,words", [(0, "zero"), (13, "thirteen"), (40, "forty"),

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_runtime.nlu.datasets import DataFileError, Example, read_examples, split_holdout
+from edge_runtime.nlu.train.datasets import DataFileError, Example, read_examples, split_holdout
 
 
 def test_jsonl_rows_and_slots(tmp_path: Path) -> None:

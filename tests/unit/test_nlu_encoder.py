@@ -11,9 +11,9 @@ import pytest
 from edge_runtime.config import NluConfig
 from edge_runtime.errors import BadInputError
 from edge_runtime.nlu import OOS, Understander
-from edge_runtime.nlu.cli import main as nlu_cli
 from edge_runtime.nlu.encoder import EncoderIntentModel, ModelDirError, decide
-from edge_runtime.nlu.evaluation import build_understander
+from edge_runtime.nlu.train.cli import main as nlu_cli
+from edge_runtime.nlu.train.evaluation import build_understander
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nlu_encoder_fixtures import TINY_INTENTS_YAML, write_tiny_model  # noqa: E402

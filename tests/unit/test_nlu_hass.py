@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("hassil")
 pytest.importorskip("home_assistant_intents")
 
-from edge_runtime.nlu.hass import HassData, SlotFiller  # noqa: E402
+from edge_runtime.nlu.train.hass import HassData, SlotFiller  # noqa: E402
 from edge_runtime.nlu.hass_text import similarity, sound_key, squash, unit_after, words  # noqa: E402
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from edge_runtime.nlu.hass import SlotFiller
 from edge_runtime.nlu.hass_model import (BRIDGE, HASS_FILE, HassModelError, HassSlots, bridge,
-                                         combine, installed_pins, write_model_files)
+                                         combine, installed_pins)
+from edge_runtime.nlu.train.hass import SlotFiller
+from edge_runtime.nlu.train.hass_model import write_model_files
 from edge_runtime.nlu.loader import load_intents, parse_intents
 
 
@@ -60,7 +61,7 @@ def test_intent_files_accept_hass_names_only_in_their_form() -> None:
 # -- with the templates -------------------------------------------------------------------
 hassil = pytest.importorskip("hassil")
 pytest.importorskip("home_assistant_intents")
-from edge_runtime.nlu.hass import HassData  # noqa: E402
+from edge_runtime.nlu.train.hass import HassData  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -132,8 +133,8 @@ def test_unusable_slot_file_is_a_config_error(tmp_path: Path, content: str) -> N
 def test_cli_prepares_rows_and_exports_them_into_a_model(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("hassil")
-    from edge_runtime.nlu.cli import main as nlu_cli
-    from edge_runtime.nlu.datasets import read_jsonl
+    from edge_runtime.nlu.train.cli import main as nlu_cli
+    from edge_runtime.nlu.train.datasets import read_jsonl
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from nlu_encoder_fixtures import write_tiny_model
 

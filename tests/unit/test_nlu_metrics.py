@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_runtime.nlu.metrics import (calibrate_threshold, confusion, intent_metrics, percentiles_ms,
+from edge_runtime.nlu.train.metrics import (calibrate_threshold, confusion, intent_metrics, percentiles_ms,
                                       predict_with_threshold)
 
 

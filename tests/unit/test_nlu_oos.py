@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from edge_runtime.nlu import OOS
-from edge_runtime.nlu.cli import main as nlu_cli
+from edge_runtime.nlu.train.cli import main as nlu_cli
 from edge_runtime.nlu.encoder import EncoderIntentModel, ModelDirError
-from edge_runtime.nlu.evaluation import build_understander, evaluate
-from edge_runtime.nlu.datasets import Example
-from edge_runtime.nlu.oos import (MEMORY_FILE, NeighbourMemory, OosScore, calibrate_score,
-                                  margins, predict_with_score)
+from edge_runtime.nlu.oos import MEMORY_FILE, NeighbourMemory, OosScore, margins
+from edge_runtime.nlu.train.calibrate import calibrate_score, predict_with_score
+from edge_runtime.nlu.train.datasets import Example
+from edge_runtime.nlu.train.evaluation import build_understander, evaluate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nlu_encoder_fixtures import write_tiny_model  # noqa: E402

@@ -172,8 +172,8 @@ def hass_model_dir(tmp_path_factory) -> Path:
     pytest.importorskip("home_assistant_intents")
     from collections import defaultdict
 
-    from edge_runtime.nlu.hass import HassData, SlotFiller
-    from edge_runtime.nlu.hass_model import write_model_files
+    from edge_runtime.nlu.train.hass import HassData, SlotFiller
+    from edge_runtime.nlu.train.hass_model import write_model_files
 
     hass = HassData()
     rows = hass.sample(2, seed=1)

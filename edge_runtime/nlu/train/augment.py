@@ -10,12 +10,10 @@ Pure Python, deterministic for a given ``random.Random``.
 from __future__ import annotations
 
 import random
-import re
 
-from .numbers import number_to_words
-from .text import normalize_text
+from ..numbers import digits_to_words
+from ..text import normalize_text
 
-_DIGITS = re.compile(r"\d+(?:\.\d+)?")
 _HOMOPHONES = {
     "to": ("two", "too"), "two": ("to", "too"), "too": ("to",), "for": ("four",), "four": ("for",),
     "their": ("there",), "there": ("their",), "your": ("you",), "youre": ("your",),
@@ -32,19 +30,6 @@ _HOMOPHONES = {
 _DROPPABLE = frozenset({"the", "a", "an", "please", "to", "of", "my", "me", "is", "can", "you",
                         "i", "do", "for", "in", "on", "hey", "just", "that"})
 _VOWELS = "aeiou"
-
-
-def digits_to_words(text: str) -> str:
-    """Spell every number in ``text`` ("3.5" -> "three point five"); huge numbers stay digits."""
-    def spell(match: re.Match[str]) -> str:
-        whole, _, frac = match.group(0).partition(".")
-        if len(whole) > 12:
-            return match.group(0)
-        words = number_to_words(int(whole))
-        if frac:
-            words += " point " + " ".join(number_to_words(int(d)) for d in frac)
-        return words
-    return _DIGITS.sub(spell, text)
 
 
 def _typo(word: str, rng: random.Random) -> str:

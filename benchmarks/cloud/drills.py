@@ -16,16 +16,17 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import msgpack
 import zmq
 
-from ..config import CloudConfig
-from ..protocol import Request, encode
-from ..types import CancelToken, GenerationParams, Message
-from .failover import FailoverCloudClient
-from .hedge import hedged_answer
+from edge_runtime.cloud_link.failover import FailoverCloudClient
+from edge_runtime.cloud_link.hedge import hedged_answer
+from edge_runtime.config import CloudConfig
+from edge_runtime.protocol import Request, encode
+from edge_runtime.types import CancelToken, GenerationParams, Message
 
 LOCAL_DELAY_S = 0.05
 PARAMS = GenerationParams(max_new_tokens=256, temperature=0.0)
@@ -270,7 +271,7 @@ class BrokenOpenAIServer:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "BrokenOpenAIServer":
+    def __enter__(self) -> BrokenOpenAIServer:
         self._thread.start()
         return self
 

@@ -13,9 +13,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
-from ..errors import EdgeError
+from edge_runtime.errors import EdgeError
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class GatewayFleet:
         for g in self.gateways:
             g.kill(signal.SIGTERM)
 
-    def __enter__(self) -> "GatewayFleet":
+    def __enter__(self) -> GatewayFleet:
         self.start()
         return self
 

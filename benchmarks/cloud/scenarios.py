@@ -11,17 +11,19 @@ import dataclasses
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import zmq
 
-from ..config import CloudConfig
-from ..protocol import Request, encode
-from ..types import GenerationParams, Message
+from edge_runtime.cloud_link.keys import generate_keypair, load_keypair, load_public_key
+from edge_runtime.config import CloudConfig
+from edge_runtime.protocol import Request, encode
+from edge_runtime.types import GenerationParams, Message
+
 from .drills import (PARAMS, BrokenOpenAIServer, echo_answer, fuzz_gateway, make_client, run_batch,
                      ask, Tally)
 from .fleet import GatewayFleet
-from .keys import generate_keypair, load_keypair, load_public_key
 
 ECHO = ("--backend", "echo", "--workers", "2", "--queue-size", "256", "--log-level", "WARNING")
 

@@ -1,4 +1,4 @@
-"""`edge-runtime nlu train | eval` (also `python -m edge_runtime.nlu.cli train | eval`).
+"""`edge-runtime nlu train | eval` (also `python -m edge_runtime.nlu.train.cli train | eval`).
 
     nlu train --data FILE [--val FILE] [--out DIR] [--epochs N] [--max-minutes M]
               [--members K] [--oos-recall R] ...
@@ -23,7 +23,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..errors import ConfigError, run_command
+from ...errors import ConfigError, run_command
 
 DEFAULT_MODELS_DIR = Path("~/.cache/edge-runtime/nlu")
 
@@ -91,7 +91,8 @@ def train_main(args: argparse.Namespace) -> int:
     else:
         th, cl = report["val_threshold_scheme"], report["val_class_scheme"]
         sc = report.get("val_score_scheme")
-        print(f"model written to {out} ({report['dir_bytes'] / 1e6:.1f} MB, {report['precision']}), "
+        print(f"model written to {out} ({report['dir_bytes'] / 1e6:.1f} MB, "
+              f"{report['precision']}), "
               f"trained in {report['fit']['train_s']:.0f} s")
         if th:
             print(f"validation: class scheme accuracy {cl['in_scope_accuracy']:.4f} oos recall "
@@ -122,7 +123,8 @@ def calibrate_main(args: argparse.Namespace) -> int:
     """Re-calibrate the oos threshold and score of ``args.model`` on ``args.data``; rewrites
     meta.json (the score scheme only for models with a nearest-neighbour memory)."""
     from .datasets import read_examples
-    from .encoder import META_FILE, EncoderIntentModel, calibrate_model
+    from ..encoder import META_FILE, EncoderIntentModel
+    from .calibrate import calibrate_model
 
     model = EncoderIntentModel(args.model)
     cal = calibrate_model(model, read_examples(args.data), args.max_accuracy_drop, args.oos_recall)
@@ -142,11 +144,13 @@ def calibrate_main(args: argparse.Namespace) -> int:
 
 def hass_prepare_main(args: argparse.Namespace) -> int:
     """Sample the Home Assistant templates into training and held-out rows."""
+    from ..base import OOS
+    from ..loader import BUILTIN_INTENTS
     from .datasets import read_examples
     from .hass_model import prepare_dataset
 
-    oos = [r for r in read_examples(args.oos) if r.intent == "oos"] if args.oos else \
-        [r for r in read_examples(str(Path(__file__).with_name("intents.yaml"))) if r.intent == "oos"]
+    rows = read_examples(args.oos or str(BUILTIN_INTENTS))
+    oos = [r for r in rows if r.intent == OOS]
     print(json.dumps(prepare_dataset(args.out, args.per_template, args.test_per_template, oos)))
     return 0
 

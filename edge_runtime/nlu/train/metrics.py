@@ -8,20 +8,20 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-OOS = "oos"
+from ..base import OOS
 
 
 def intent_metrics(gold: Sequence[str], pred: Sequence[str], oos: str = OOS) -> dict:
     """in_scope_accuracy, oos_recall, oos_precision (fractions) and counts."""
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold labels but {len(pred)} predictions")
-    ins = [(g, p) for g, p in zip(gold, pred) if g != oos]
-    oos_rows = [p for g, p in zip(gold, pred) if g == oos]
-    pred_oos = [g for g, p in zip(gold, pred) if p == oos]
+    ins = [(g, p) for g, p in zip(gold, pred, strict=True) if g != oos]
+    oos_rows = [p for g, p in zip(gold, pred, strict=True) if g == oos]
+    pred_oos = [g for g, p in zip(gold, pred, strict=True) if p == oos]
     return {
         "n": len(gold), "in_scope_n": len(ins), "oos_n": len(oos_rows),
         "in_scope_accuracy": sum(g == p for g, p in ins) / len(ins) if ins else None,
@@ -32,14 +32,15 @@ def intent_metrics(gold: Sequence[str], pred: Sequence[str], oos: str = OOS) -> 
 
 def confusion(gold: Sequence[str], pred: Sequence[str], top: int = 20) -> list[dict]:
     """The ``top`` most frequent (gold, predicted) errors."""
-    errors = Counter((g, p) for g, p in zip(gold, pred) if g != p)
+    errors = Counter((g, p) for g, p in zip(gold, pred, strict=True) if g != p)
     return [{"gold": g, "pred": p, "count": c} for (g, p), c in errors.most_common(top)]
 
 
 def per_intent(gold: Sequence[str], pred: Sequence[str]) -> dict[str, dict]:
     """Per gold intent: n, recall; per predicted intent: precision."""
     out: dict[str, dict] = {}
-    n_gold, hit, n_pred = Counter(gold), Counter(g for g, p in zip(gold, pred) if g == p), Counter(pred)
+    n_gold, n_pred = Counter(gold), Counter(pred)
+    hit = Counter(g for g, p in zip(gold, pred, strict=True) if g == p)
     for name in sorted(set(gold) | set(pred)):
         out[name] = {"n": n_gold[name],
                      "recall": hit[name] / n_gold[name] if n_gold[name] else None,
@@ -54,7 +55,8 @@ def predict_with_threshold(labels: Sequence[str], probs: np.ndarray, threshold: 
     in_scope = np.array([lab != oos for lab in labels])
     top = probs.argmax(axis=1)
     best_in = probs[:, in_scope].max(axis=1) if in_scope.any() else np.zeros(len(probs))
-    return [oos if labels[t] == oos or b < threshold else labels[t] for t, b in zip(top, best_in)]
+    return [oos if labels[t] == oos or b < threshold else labels[t]
+            for t, b in zip(top, best_in, strict=True)]
 
 
 def calibrate_threshold(labels: Sequence[str], probs: np.ndarray, gold: Sequence[str],

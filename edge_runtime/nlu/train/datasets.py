@@ -11,8 +11,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
-from .loader import load_intents
+from ...errors import ConfigError
+from ..loader import load_intents
 
 
 class DataFileError(ConfigError):
@@ -32,7 +32,8 @@ def read_jsonl(path: str | Path) -> list[Example]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
-        raise DataFileError(f"data file {path} does not exist", hint="pass an existing --data FILE") from None
+        raise DataFileError(f"data file {path} does not exist",
+                            hint="pass an existing --data FILE") from None
     for no, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -41,11 +42,13 @@ def read_jsonl(path: str | Path) -> list[Example]:
             text, intent = obj["text"], obj["intent"]
         except (ValueError, KeyError, TypeError):
             raise DataFileError(f"data file {path}, line {no}: not a JSON object with 'text' and "
-                                "'intent'", hint='write one {"text": ..., "intent": ...} a line') from None
+                                "'intent'",
+                                hint='write one {"text": ..., "intent": ...} a line') from None
         if not isinstance(text, str) or not isinstance(intent, str) or not intent:
             raise DataFileError(f"data file {path}, line {no}: 'text' and 'intent' must be strings")
         slots = obj.get("slots") or {}
-        rows.append(Example(text, intent, tuple(sorted((str(k), str(v)) for k, v in slots.items()))))
+        pairs = tuple(sorted((str(k), str(v)) for k, v in slots.items()))
+        rows.append(Example(text, intent, pairs))
     if not rows:
         raise DataFileError(f"data file {path} has no rows")
     return rows
@@ -56,7 +59,8 @@ def read_examples(path: str | Path) -> list[Example]:
     p = Path(path).expanduser()
     if p.suffix in (".yaml", ".yml"):
         intents = load_intents(p)
-        return [Example(text, spec.name) for spec in intents.intents.values() for text in spec.examples]
+        return [Example(text, spec.name) for spec in intents.intents.values()
+                for text in spec.examples]
     return read_jsonl(p)
 
 
