@@ -64,7 +64,7 @@ class SileroVad:
         self._state = np.zeros((2, 1, 128), dtype=np.float32)
         self._context = np.zeros((1, CONTEXT), dtype=np.float32)
 
-    def fork(self) -> "SileroVad":
+    def fork(self) -> SileroVad:
         return SileroVad(_model=self._model)
 
     def prob(self, frame: np.ndarray) -> float:

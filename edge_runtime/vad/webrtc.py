@@ -25,7 +25,7 @@ class WebRtcVad:
     def reset(self) -> None:
         pass          # stateless between frames as far as callers can tell
 
-    def fork(self) -> "WebRtcVad":
+    def fork(self) -> WebRtcVad:
         return WebRtcVad(self.aggressiveness)
 
     def prob(self, frame: np.ndarray) -> float:

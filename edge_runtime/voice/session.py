@@ -19,7 +19,8 @@ import collections
 import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, AsyncIterator, Callable
+from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 import numpy as np
 
@@ -49,9 +50,8 @@ class VoiceSession:
         self.clock = clock
         self.budget_ms = budget_ms
         self.conversation = f"voice-{uuid.uuid4().hex[:12]}"   # follow-ups see earlier turns
-        s = stack.settings
-        self.endpointer = Endpointer(stack.vad.fork(), s.endpoint)
-        self.echo = EchoGuard(margin=s.echo_margin)
+        self.endpointer = Endpointer(stack.vad.fork(), stack.cfg.vad)
+        self.echo = EchoGuard(margin=stack.cfg.voice.echo_margin)
         self._vad_pool = ThreadPoolExecutor(1, thread_name_prefix="vad")
         self._t0: float | None = None
         self._peaks: collections.deque[float] = collections.deque(maxlen=4)
@@ -147,7 +147,7 @@ class VoiceSession:
             self._echo_utt = True            # the assistant hearing itself
             log.debug("speech onset during playback taken for echo")
             return
-        if (busy or playing) and self.stack.settings.barge_in:
+        if (busy or playing) and self.stack.cfg.voice.barge_in:
             self.interrupt()
             ms = (self.clock.monotonic() - (self._t0 + ev.t_s)) * 1000.0
             self.barge_in_ms.append(ms)
@@ -182,10 +182,10 @@ class VoiceSession:
         self._task.add_done_callback(self._tasks.discard)
 
     def _maybe_partial(self) -> None:
-        s = self.stack.settings
-        if (not s.asr_partials or self._stream is None or self._echo_utt or self._paused
+        s = self.stack.cfg.asr
+        if (not s.partials or self._stream is None or self._echo_utt or self._paused
                 or (self._partial is not None and not self._partial.done())
-                or self._since_partial < int(s.asr_partial_every_s * RATE)):
+                or self._since_partial < int(s.partial_every_s * RATE)):
             return
         self._since_partial = 0
         stream = self._stream
