@@ -23,10 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..audio.format import SAMPLE_RATE
 from ..config import VadConfig
 from .base import VadEngine
 
-RATE = 16_000
+RATE = SAMPLE_RATE
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..audio.format import SAMPLE_RATE
 from ..errors import ModelMissingError
 from ..onnx_session import build_session
 from .base import VadError
 
 log = logging.getLogger(__name__)
 
-FRAME, CONTEXT, RATE = 512, 64, 16_000
+FRAME, CONTEXT, RATE = 512, 64, SAMPLE_RATE
 
 
 def default_model_path() -> Path | None:

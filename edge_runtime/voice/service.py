@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..audio.errors import NoSpeechError
-from ..audio.format import load_audio, wav_bytes
+from ..audio.format import SAMPLE_RATE, load_audio, wav_bytes
 from ..audio.playback import VirtualSpeaker
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import EdgeError, ModelMissingError
@@ -23,7 +23,7 @@ from .speaker import Speaker
 from .stack import VoiceStack, model_paths
 
 log = logging.getLogger(__name__)
-RATE = 16_000
+RATE = SAMPLE_RATE
 
 
 class VoiceService:

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable
 
 import numpy as np
 
+from ..audio.format import SAMPLE_RATE
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import EdgeError, OverloadedError
 from ..types import CancelToken, Timings
@@ -33,7 +34,7 @@ from .echo import EchoGuard
 from .speaker import Speaker
 
 log = logging.getLogger(__name__)
-RATE = 16_000
+RATE = SAMPLE_RATE
 ECHO_WINDOW_S = 0.5        # reference window: covers output latency (device + PulseAudio)
 BUSY_TEXT = "Sorry, I'm busy right now. Please try again in a moment."
 LEARN_AFTER_S = 0.5        # learn the coupling once playback's sound reaches the mic
