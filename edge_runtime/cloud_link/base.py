@@ -1,8 +1,8 @@
 """Cloud link: the device side of the ZeroMQ connection to edge-cloud."""
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol
-from collections.abc import AsyncIterator, Sequence
 
 from ..types import GenerationParams, Message
 from .gateway_load import GatewayLoad
@@ -22,7 +22,7 @@ class CloudClient(Protocol):
     async def close(self) -> None: ...
 
     def stream(self, messages: Sequence[Message], params: GenerationParams,
-               deadline_s: float) -> AsyncIterator[str]:
+               deadline_s: float) -> AsyncGenerator[str, None]:
         """Stream text pieces from the cloud. Raises ``CloudUnavailableError`` (before or
         during the stream) when the peer is absent, slow past ``deadline_s`` (seconds from
         now) or answers with an error. Never yields pieces of two different answers."""

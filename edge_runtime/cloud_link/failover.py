@@ -34,7 +34,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import CloudConfig
@@ -229,7 +229,7 @@ class FailoverCloudClient:
         return None
 
     async def stream(self, messages: Sequence[Message], params: GenerationParams,
-                     deadline_s: float) -> AsyncIterator[str]:
+                     deadline_s: float) -> AsyncGenerator[str, None]:
         """Yield one answer's pieces from one gateway. Raises ``CloudUnavailableError`` when no
         gateway answered before the deadline, or when the answering one fails mid-stream."""
         deadline_m = self._clock.monotonic() + deadline_s

@@ -25,7 +25,7 @@ import contextlib
 import logging
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 
 import zmq
 import zmq.asyncio
@@ -359,7 +359,7 @@ class ZmqCloudClient:
     # -- requests ----------------------------------------------------------------------------
 
     async def stream(self, messages: Sequence[Message], params: GenerationParams,
-                     deadline_s: float) -> AsyncIterator[str]:
+                     deadline_s: float) -> AsyncGenerator[str, None]:
         """Yield the answer's text pieces. Raises ``CloudUnavailableError`` ("cloud link
         down: …", "no first token within N ms", "stream stalled …", "deadline exceeded …",
         "gateway error: CODE: …") before or during the stream; after it raises (or the caller

@@ -59,8 +59,9 @@ class VoiceStack:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self.asr_pool, self.asr.transcribe,
                                    np.zeros(8000, np.float32))
-        if self.tts is not None:
-            await loop.run_in_executor(self.tts_pool, lambda: list(self.tts.synthesize("Ok.")))
+        tts = self.tts
+        if tts is not None:
+            await loop.run_in_executor(self.tts_pool, lambda: list(tts.synthesize("Ok.")))
 
     def close(self) -> None:
         if not self._closed.is_set():
