@@ -14,7 +14,6 @@ from typing import Any
 
 from ..errors import ConfigError, ModelLoadError, ProviderError
 from ..onnx_session import build_session
-from ..onnx_session import session_options as session_options  # re-exported
 
 log = logging.getLogger(__name__)
 

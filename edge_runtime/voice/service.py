@@ -74,6 +74,7 @@ class VoiceService:
 
     def session(self, player, emit=None, budget_ms: float | None = None) -> VoiceSession:
         return VoiceSession(self.require_ready(), self.runtime.pipeline, player, emit=emit,
+                            metrics=self.runtime.metrics,
                             clock=self.clock, budget_ms=budget_ms)
 
     def close(self) -> None:
@@ -91,9 +92,7 @@ class VoiceService:
         speech = await loop.run_in_executor(stack.asr_pool, self._speech_span, samples)
         transcript = await loop.run_in_executor(stack.asr_pool, stack.asr.transcribe, speech)
         text = transcript.text.strip()
-        metrics = getattr(self.runtime, "metrics", None)
-        if metrics is not None:
-            metrics.observe_stage("asr", transcript.decode_s)
+        self.runtime.metrics.observe_stage("asr", transcript.decode_s)
         if not any(c.isalnum() for c in text):
             raise NoSpeechError("the recognizer heard no words in the audio",
                                 hint="speak closer to the microphone, or check the file")

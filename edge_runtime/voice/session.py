@@ -27,6 +27,7 @@ import numpy as np
 from ..audio.format import SAMPLE_RATE
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import EdgeError, OverloadedError
+from ..metrics import Metrics
 from ..types import CancelToken, Timings
 from ..vad import (Endpointer, SpeechAudio, SpeechEnd, SpeechPause, SpeechResume,
                    SpeechStart)
@@ -43,8 +44,11 @@ Emit = Callable[[dict[str, Any]], None]
 
 class VoiceSession:
     def __init__(self, stack, pipeline, player, *, emit: Emit | None = None,
-                 clock: Clock = SYSTEM_CLOCK, budget_ms: float | None = None) -> None:
+                 clock: Clock = SYSTEM_CLOCK, budget_ms: float | None = None,
+                 metrics: Metrics | None = None) -> None:
+        """``metrics``: where per-stage latencies go (None: not recorded)."""
         self.stack = stack
+        self.metrics = metrics
         self.pipeline = pipeline
         self.player = player
         self.emit: Emit = emit or (lambda event: None)
@@ -261,9 +265,8 @@ class VoiceSession:
                                                   "hint": None, "retryable": True}})
 
     def _observe(self, stage: str, seconds: float) -> None:
-        metrics = getattr(self.pipeline, "metrics", None)
-        if metrics is not None:
-            metrics.observe_stage(stage, seconds)
+        if self.metrics is not None:
+            self.metrics.observe_stage(stage, seconds)
 
 
 VoiceSession._handlers = {SpeechAudio: VoiceSession._on_audio,
