@@ -279,6 +279,7 @@ class Config:
         _check(self.cloud.deadline_ms > 0, "cloud.deadline_ms", "must be positive")
         _check(self.cloud.max_attempts >= 1, "cloud.max_attempts", "must be >= 1")
         _check(self.cloud.breaker_failures >= 1, "cloud.breaker_failures", "must be >= 1")
+        _check(self.cloud.breaker_reset_s > 0, "cloud.breaker_reset_s", "must be positive")
         self._validate_voice()
         _check(self.asr.backend in ("whisper", "pocketsphinx", "vosk"), "asr.backend",
                "must be whisper, pocketsphinx or vosk")
