@@ -37,10 +37,11 @@ from edge_runtime.audio.format import read_wav_file
 from edge_runtime.audio.playback import VirtualSpeaker
 from edge_runtime.audio.sources import FileSource
 from edge_runtime.types import Intent, Result, Timings
-from edge_runtime.vad import EndpointConfig, Endpointer, SpeechEnd, load_vad
+from edge_runtime.config import Config, VadConfig
+from edge_runtime.vad import Endpointer, SpeechEnd, load_vad
 from edge_runtime.voice.pump import feed_source
 from edge_runtime.voice.session import VoiceSession
-from edge_runtime.voice.stack import VoiceSettings, VoiceStack
+from edge_runtime.voice.stack import VoiceStack
 
 try:                       # run as `python -m benchmarks.voice_bench` or as a script
     from benchmarks.voice_data import folder_set, make_command_set, pocketsphinx_set
@@ -92,8 +93,7 @@ def endpoint_tuning(paths: list[Path], candidates=(160, 224, 288, 352, 448, 576,
     for ms in candidates:
         cuts = 0
         for x in clips:
-            ep = Endpointer(vad.fork(), EndpointConfig(end_silence_ms=ms,
-                                                       pause_ms=min(96, ms)))
+            ep = Endpointer(vad.fork(), VadConfig(end_silence_ms=ms, pause_ms=min(96, ms)))
             ends = [e for e in ep.feed(x) + ep.flush()
                     if isinstance(e, SpeechEnd) and e.reason != "too_short"]
             cuts += max(0, len(ends) - 1)
@@ -205,7 +205,7 @@ async def run(args) -> dict:
     out.update(wer_bench(sets, backends))
     out["endpoint_tuning"] = endpoint_tuning([p for p, _ in sets.get("piper", [])[:12] +
                                               sets.get("real", [])])
-    settings = VoiceSettings(endpoint=EndpointConfig(end_silence_ms=args.end_silence_ms))
+    settings = Config().with_overrides(vad={"end_silence_ms": args.end_silence_ms})
     stack = VoiceStack.load(settings)
     await stack.warm_up()
     turn_wavs = make_command_set(work / "turns", SKILL_TURNS + OPEN_TURNS, voices=("piper",))
@@ -220,7 +220,7 @@ async def run(args) -> dict:
             await rt.close()
         stack.close()
     out["settings"] = {"end_silence_ms": args.end_silence_ms, "asr": "whisper tiny.en int8 "
-                       f"beam {settings.asr_beam_size}, window {settings.asr_window_s} s",
+                       f"beam {settings.asr.beam_size}, window {settings.asr.window_s} s",
                        "tts": "piper joe medium", "vad": "silero"}
     out["bench_s"] = round(time.perf_counter() - t0, 1)
     return out
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--backends", default="whisper,pocketsphinx")
     p.add_argument("--turns", type=int, default=2, help="rounds of spoken turns per route")
-    p.add_argument("--end-silence-ms", type=float, default=EndpointConfig().end_silence_ms)
+    p.add_argument("--end-silence-ms", type=float, default=VadConfig().end_silence_ms)
     p.add_argument("--quick", action="store_true", help="6 clips per set")
     p.add_argument("--stub", action="store_true", help="skip the real pipeline")
     p.add_argument("--cache-dir", help="where synthesized test audio is kept")

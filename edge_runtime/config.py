@@ -6,23 +6,23 @@ Unknown keys and bad values fail at load with a message that names the key.
 """
 from __future__ import annotations
 
-import collections.abc
-import dataclasses
 import ipaddress
-import json
 import os
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10 (JetPack 6)
     import tomli as tomllib
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
+# the loading machinery lives in config_load; its public names are re-exported here
+from .config_load import ENV_PREFIX, apply_values, env_values
+from .config_load import check as _check
+from .config_load import config_to_dict, config_to_toml, parse_overrides  # noqa: F401
 from .errors import ConfigError
-
-ENV_PREFIX = "EDGE_RUNTIME_"
+from .types import GenerationParams as _Gen
 
 
 def _default_home() -> str:
@@ -32,8 +32,8 @@ def _default_home() -> str:
 
 @dataclass(frozen=True)
 class PathsConfig:
-    home: str = ""                     # models and caches live here; "" = $XDG_CACHE_HOME/edge-runtime
-    manifest: str = ""                 # model manifest; "" = the one shipped in models/manifest.toml
+    home: str = ""        # models and caches live here; "" = $XDG_CACHE_HOME/edge-runtime
+    manifest: str = ""    # model manifest; "" = the one shipped in models/manifest.toml
 
     def resolved_home(self) -> Path:
         return Path(self.home or _default_home()).expanduser()
@@ -106,13 +106,13 @@ class LlmConfig:
     model_dir: str = ""                # "" = <paths.home>/models/<model>/onnx
     providers: tuple[str, ...] = ("tensorrt", "cuda", "cpu")
     threads: int = 2
-    max_new_tokens: int = 64           # spoken answers are short
-    temperature: float = 0.2
-    top_p: float = 0.9
-    top_k: int = 40
-    repetition_penalty: float = 1.15
-    seed: int = 0
-    stop_at_sentence: int = 2          # stop after this many sentences (0 = off)
+    max_new_tokens: int = _Gen.max_new_tokens   # sampling defaults: types.GenerationParams
+    temperature: float = _Gen.temperature
+    top_p: float = _Gen.top_p
+    top_k: int = _Gen.top_k
+    repetition_penalty: float = _Gen.repetition_penalty
+    seed: int = _Gen.seed
+    stop_at_sentence: int = _Gen.stop_at_sentence   # sentences before stopping (0 = off)
     context_tokens: int = 2048
     backend: str = "onnx"              # onnx (built by `models build`) | llama_cpp (the GGUF)
     accuracy_level: int = 4            # build: 4 = int8 activations (fast), 1 = fp32 (faithful)
@@ -243,7 +243,7 @@ class Config:
     device: DeviceConfig = field(default_factory=DeviceConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
 
-    def with_overrides(self, **sections: Mapping[str, Any]) -> "Config":
+    def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
         """Return a validated copy with ``section={key: value}`` overrides applied."""
         return load_config(overrides=sections, base=self, env={})
 
@@ -259,7 +259,8 @@ class Config:
         _check(0 < self.llm.top_p <= 1, "llm.top_p", "must be within (0, 1]")
         _check(self.llm.repetition_penalty >= 1.0, "llm.repetition_penalty", "must be >= 1.0")
         _check(self.llm.threads > 0, "llm.threads", "must be positive")
-        _check(self.llm.backend in ("onnx", "llama_cpp"), "llm.backend", "must be onnx or llama_cpp")
+        _check(self.llm.backend in ("onnx", "llama_cpp"), "llm.backend",
+               "must be onnx or llama_cpp")
         _check(self.llm.accuracy_level in (1, 4), "llm.accuracy_level", "must be 1 or 4")
         _check(0 <= self.llm.max_batch <= 16, "llm.max_batch",
                "must be within 0..16 (0 = the device profile's)")
@@ -278,7 +279,8 @@ class Config:
         _check(self.cloud.deadline_ms > 0, "cloud.deadline_ms", "must be positive")
         _check(self.cloud.max_attempts >= 1, "cloud.max_attempts", "must be >= 1")
         _check(self.cloud.breaker_failures >= 1, "cloud.breaker_failures", "must be >= 1")
-        _check(self.vad.backend in ("silero", "webrtc"), "vad.backend", "must be silero or webrtc")
+        _check(self.cloud.breaker_reset_s > 0, "cloud.breaker_reset_s", "must be positive")
+        self._validate_voice()
         _check(self.asr.backend in ("whisper", "pocketsphinx", "vosk"), "asr.backend",
                "must be whisper, pocketsphinx or vosk")
         _check(self.tts.backend == "piper", "tts.backend", "must be piper")
@@ -286,115 +288,30 @@ class Config:
         _check(self.logging.level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR"), "logging.level",
                "must be DEBUG, INFO, WARNING or ERROR")
 
-
-def _check(ok: bool, key: str, what: str) -> None:
-    if not ok:
-        raise ConfigError(f"config key {key} {what}", hint="fix it in the TOML file, env or --set")
-
-
-def _coerce(key: str, value: Any, typ: Any) -> Any:
-    """Convert ``value`` (from TOML, env or CLI) to ``typ`` or raise a ConfigError naming ``key``."""
-    origin = typing.get_origin(typ)
-    try:
-        if typ is bool:
-            if isinstance(value, bool):
-                return value
-            if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on"):
-                return True
-            if isinstance(value, str) and value.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if typ is int:
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError
-            return int(value)
-        if typ is float:
-            if isinstance(value, bool):
-                raise ValueError
-            return float(value)
-        if typ is str:
-            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-                raise ValueError
-            return str(value)
-        if origin is tuple:
-            (item,) = {a for a in typing.get_args(typ) if a is not Ellipsis}
-            if isinstance(value, str):
-                value = json.loads(value) if value.strip().startswith("[") else \
-                    [v.strip() for v in value.split(",") if v.strip()]
-            if not isinstance(value, (list, tuple)):
-                raise ValueError
-            return tuple(_coerce(key, v, item) for v in value)
-        if origin in (collections.abc.Mapping, dict):
-            kt, vt = typing.get_args(typ)
-            if isinstance(value, str):
-                value = json.loads(value)
-            if not isinstance(value, Mapping):
-                raise ValueError
-            return {_coerce(key, k, kt): _coerce(f"{key}.{k}", v, vt) for k, v in value.items()}
-    except ConfigError:
-        raise
-    except (ValueError, TypeError, json.JSONDecodeError):
-        pass
-    else:
-        raise ConfigError(f"config key {key} has an unsupported type", hint="report this as a bug")
-    raise ConfigError(f"config key {key} has a bad value {value!r}; expected {_type_name(typ)}",
-                      hint="fix it in the TOML file, env or --set")
-
-
-def _type_name(typ: Any) -> str:
-    return getattr(typ, "__name__", None) or str(typ).replace("typing.", "")
-
-
-def _section_types(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _apply(base: Config, values: Mapping[str, Mapping[str, Any]], origin: str) -> Config:
-    sections = _section_types(Config)
-    new_sections = {}
-    for sec_name, sec_values in values.items():
-        if sec_name not in sections:
-            raise ConfigError(f"unknown config section [{sec_name}] in {origin}",
-                              hint=f"known sections: {', '.join(sections)}")
-        if not isinstance(sec_values, Mapping):
-            raise ConfigError(f"config section [{sec_name}] in {origin} must be a table")
-        cls = sections[sec_name]
-        hints = _section_types(cls)
-        current = new_sections.get(sec_name, getattr(base, sec_name))
-        changes = {}
-        for key, raw in sec_values.items():
-            if key not in hints:
-                raise ConfigError(f"unknown config key {sec_name}.{key} in {origin}",
-                                  hint=f"known keys of [{sec_name}]: {', '.join(hints)}")
-            changes[key] = _coerce(f"{sec_name}.{key}", raw, hints[key])
-        new_sections[sec_name] = dataclasses.replace(current, **changes)
-    return dataclasses.replace(base, **new_sections)
-
-
-def _env_values(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    out: dict[str, dict[str, str]] = {}
-    for name, value in env.items():
-        if not name.startswith(ENV_PREFIX) or name == ENV_PREFIX + "CONFIG":
-            continue
-        rest = name[len(ENV_PREFIX):]
-        if "__" not in rest:
-            raise ConfigError(f"environment variable {name} is not of the form "
-                              f"{ENV_PREFIX}<SECTION>__<KEY>")
-        sec, key = rest.split("__", 1)
-        out.setdefault(sec.lower(), {})[key.lower()] = value
-    return out
-
-
-def parse_overrides(items: list[str]) -> dict[str, dict[str, str]]:
-    """Turn ``["scheduler.budget_ms=1", ...]`` into nested section values."""
-    out: dict[str, dict[str, str]] = {}
-    for item in items:
-        if "=" not in item or "." not in item.split("=", 1)[0]:
-            raise ConfigError(f"--set {item!r} is not of the form section.key=value")
-        dotted, value = item.split("=", 1)
-        sec, key = dotted.strip().split(".", 1)
-        out.setdefault(sec, {})[key] = value
-    return out
+    def _validate_voice(self) -> None:
+        """[vad] [asr] [tts] [voice]: checked here, so a bad value fails at load and not on
+        every voice request."""
+        v = self.vad
+        _check(v.backend in ("silero", "webrtc"), "vad.backend", "must be silero or webrtc")
+        _check(0.0 < v.threshold < 1.0, "vad.threshold", "must be within (0, 1), e.g. 0.5")
+        _check(0.0 < v.neg_threshold <= v.threshold, "vad.neg_threshold",
+               f"must be within (0, vad.threshold = {v.threshold}], e.g. 0.35")
+        for key in ("start_ms", "pause_ms", "preroll_ms", "min_speech_ms"):
+            _check(getattr(v, key) >= 0, f"vad.{key}", "must be >= 0")
+        _check(v.end_silence_ms > 0, "vad.end_silence_ms", "must be positive")
+        _check(v.end_silence_ms >= v.pause_ms, "vad.end_silence_ms",
+               f"must be >= vad.pause_ms ({v.pause_ms})")
+        _check(v.max_utterance_s > 0, "vad.max_utterance_s", "must be positive")
+        _check(self.asr.threads > 0, "asr.threads", "must be positive")
+        _check(self.asr.beam_size >= 1, "asr.beam_size", "must be >= 1")
+        _check(self.asr.window_s > 0, "asr.window_s", "must be positive")
+        _check(self.asr.partial_every_s > 0, "asr.partial_every_s", "must be positive")
+        _check(self.tts.threads > 0, "tts.threads", "must be positive")
+        _check(self.tts.cache_mb >= 0, "tts.cache_mb", "must be >= 0")
+        _check(self.tts.first_chunk_chars > 0, "tts.first_chunk_chars", "must be positive")
+        _check(self.tts.first_chunk_max_chars >= self.tts.first_chunk_chars,
+               "tts.first_chunk_max_chars", "must be >= tts.first_chunk_chars")
+        _check(self.voice.echo_margin > 0, "voice.echo_margin", "must be positive")
 
 
 def load_config(path: str | os.PathLike | None = None, *, env: Mapping[str, str] | None = None,
@@ -409,53 +326,13 @@ def load_config(path: str | os.PathLike | None = None, *, env: Mapping[str, str]
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise ConfigError(f"config file {p} does not exist", hint="pass an existing --config") from None
+            raise ConfigError(f"config file {p} does not exist",
+                              hint="pass an existing --config") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
-        cfg = _apply(cfg, data, str(p))
-    cfg = _apply(cfg, _env_values(env), "environment")
+        cfg = apply_values(cfg, data, str(p))
+    cfg = apply_values(cfg, env_values(env), "environment")
     if overrides:
-        cfg = _apply(cfg, overrides, "command-line overrides")
+        cfg = apply_values(cfg, overrides, "command-line overrides")
     cfg.validate()
     return cfg
-
-
-def config_to_dict(cfg: Config) -> dict[str, Any]:
-    def conv(v: Any) -> Any:
-        if isinstance(v, Mapping):
-            return {k: conv(x) for k, x in v.items()}
-        if isinstance(v, tuple):
-            return [conv(x) for x in v]
-        return v
-    return {f.name: {k: conv(v) for k, v in dataclasses.asdict(getattr(cfg, f.name)).items()}
-            for f in dataclasses.fields(cfg)}
-
-
-def config_to_toml(cfg: Config) -> str:
-    """Render the effective config as TOML (what `edge-runtime config show` prints)."""
-    lines: list[str] = []
-    for sec, values in config_to_dict(cfg).items():
-        lines.append(f"[{sec}]")
-        tables = []
-        for k, v in values.items():
-            if isinstance(v, dict):
-                tables.append((k, v))
-            else:
-                lines.append(f"{k} = {_toml_value(v)}")
-        for k, v in tables:
-            inner = ", ".join(f"{json.dumps(str(kk))} = {_toml_value(vv)}" for kk, vv in v.items())
-            lines.append(f"{k} = {{ {inner} }}")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(v)

@@ -13,7 +13,6 @@ import asyncio
 import logging
 import math
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from .cache.base import CachedAnswer
@@ -23,9 +22,9 @@ from .errors import BadInputError, EdgeError, OverloadedError
 from .llm.adapter import AsyncLlm
 from .metrics import Metrics
 from .nlu.base import IntentSpec
-from .scheduler import Scheduler
 from .scheduler.responders import CloudResponder, HedgedResponder, Job, LocalResponder
 from .scheduler.router import Router
+from .stages import Stages
 from .types import CancelToken, GenerationParams, Intent, Message, Result, Timings
 
 log = logging.getLogger(__name__)
@@ -46,21 +45,6 @@ class _NullSink:
 
     def reset(self) -> None:
         pass
-
-
-@dataclass
-class Stages:
-    """The parts the pipeline drives; built by ``runtime.build_stages`` or by tests."""
-
-    understander: Any          # .parse(text) -> Intent, .intents: IntentSet
-    skills: Any                # .get(name) -> Skill | None
-    cache: Any                 # AnswerCache: .get(key), .put(key, answer, ttl_s)
-    make_key: Callable[[Intent, IntentSpec, str], str | None]
-    ttl_for: Callable[[IntentSpec], float]
-    scheduler: Scheduler
-    llm: Any | None            # LlmEngine, or None when it could not be loaded
-    llm_error: EdgeError | None
-    cloud: Any | None          # CloudClient, or None when disabled
 
 
 def validate_text(text: Any, max_chars: int) -> str:

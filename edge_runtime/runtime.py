@@ -88,7 +88,7 @@ class Runtime:
     pipeline: Pipeline
 
     @classmethod
-    def build(cls, cfg: Config, clock: Clock = SYSTEM_CLOCK) -> "Runtime":
+    def build(cls, cfg: Config, clock: Clock = SYSTEM_CLOCK) -> Runtime:
         stages = build_stages(cfg, clock)
         metrics = Metrics()
         if stages.llm is not None:
@@ -128,7 +128,7 @@ class Runtime:
 
     def finished_timers(self) -> list[str]:
         """Spoken announcements of timers that finished since the last call."""
-        timers = getattr(self.stages.skills, "timers", None)
+        timers = self.stages.skills.timers
         if timers is None:
             return []
         done = [f"{t.label()[0].upper()}{t.label()[1:]} is done." for t in timers.pop_finished()]
@@ -137,7 +137,7 @@ class Runtime:
         return done
 
     def next_timer_in_s(self) -> float | None:
-        timers = getattr(self.stages.skills, "timers", None)
+        timers = self.stages.skills.timers
         deadline = timers.next_deadline() if timers is not None else None
         return None if deadline is None else max(0.0, deadline - self.pipeline.clock.monotonic())
 
@@ -171,6 +171,5 @@ class Runtime:
             await self.stages.cloud.close()
         self.pipeline.close()
         self.stages.cache.close()
-        close_llm = getattr(self.stages.llm, "close", None)
-        if close_llm is not None:      # the micro-batching front owns a scheduler thread
-            close_llm()
+        if self.stages.llm is not None:  # the micro-batching front owns a scheduler thread
+            self.stages.llm.close()

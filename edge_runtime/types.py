@@ -33,15 +33,16 @@ class Message:
 
 @dataclass(frozen=True)
 class GenerationParams:
-    """Sampling settings for one request (local or cloud)."""
+    """Sampling settings for one request (local or cloud). These defaults are the only
+    definition: the config's ``[llm]`` section takes its sampling defaults from here."""
 
-    max_new_tokens: int = 64
-    temperature: float = 0.3
+    max_new_tokens: int = 64           # spoken answers are short
+    temperature: float = 0.2
     top_p: float = 0.9
     top_k: int = 40
     repetition_penalty: float = 1.15
     seed: int = 0
-    stop_at_sentence: int = 3
+    stop_at_sentence: int = 2          # stop after this many sentences (0 = off)
 
 
 class CancelToken:

@@ -27,6 +27,8 @@ class FakeSkill:
 
 
 class FakeSkills:
+    timers = None
+
     def get(self, name):
         return FakeSkill() if name == "time" else None
 
@@ -47,6 +49,9 @@ class DictCache:
     def error_counts(self):
         return {"memory": 0}
 
+    def probe_due(self):
+        pass
+
     def close(self):
         pass
 
@@ -66,6 +71,9 @@ class FakeEngine:
 
     def prompt_tokens(self, messages):
         return 20
+
+    def close(self):
+        pass
 
     def generate(self, messages, params, cancel=None):
         self.calls += 1

@@ -102,20 +102,21 @@ def chunks(x, n=512):
 _REAL: dict = {}
 
 
-def real_stack(**settings):
+def real_stack(**sections):
     """The real voice stack (silero + whisper tiny.en + Piper joe), loaded once per process:
     models from the model store when pulled, else from the installed model packages."""
     import pytest
 
-    from edge_runtime.config import load_config
+    from edge_runtime.config import Config, load_config
     from edge_runtime.errors import EdgeError
     from edge_runtime.models.store import ModelStore
-    from edge_runtime.voice.stack import VoiceSettings, VoiceStack, model_paths
-    key = tuple(sorted(settings.items()))
+    from edge_runtime.voice.stack import VoiceStack, model_paths
+    key = repr(sorted(sections.items()))
     if key not in _REAL:
         try:
             paths = model_paths(ModelStore(load_config(env={})))
-            _REAL[key] = VoiceStack.load(VoiceSettings(**settings), paths=paths)
+            _REAL[key] = VoiceStack.load(Config().with_overrides(**sections),
+                                         paths=paths)
         except EdgeError as exc:
             pytest.fail(f"voice models unavailable: {exc.one_line()} — install the extras "
                         "(tts, asr-whisper, webrtcvad-wheels) and run `edge-runtime models "

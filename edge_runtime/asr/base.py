@@ -13,9 +13,10 @@ from typing import Protocol
 
 import numpy as np
 
+from ..audio.format import SAMPLE_RATE
 from ..errors import EdgeError
 
-RATE = 16_000
+RATE = SAMPLE_RATE
 
 
 class AsrError(EdgeError):

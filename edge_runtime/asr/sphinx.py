@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from ..audio.format import float_to_pcm16
 from ..errors import ModelLoadError
 from .base import RATE, Transcript
 
@@ -17,11 +18,11 @@ log = logging.getLogger(__name__)
 
 
 def _pcm(audio: np.ndarray) -> bytes:
-    return (np.clip(audio, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+    return float_to_pcm16(audio)
 
 
 class SphinxStream:
-    def __init__(self, engine: "SphinxAsr") -> None:
+    def __init__(self, engine: SphinxAsr) -> None:
         self.engine = engine
         self._n = 0
         self._t = 0.0

@@ -13,10 +13,11 @@ import logging
 import re
 import time
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
+from ..audio.format import float_to_pcm16
 from ..errors import ModelLoadError, ModelMissingError
 from .base import RATE, Transcript
 
@@ -35,11 +36,11 @@ def grammar_from_intents(intent_set, max_phrases: int = 5000) -> list[str]:
 
 
 def _pcm(audio: np.ndarray) -> bytes:
-    return (np.clip(audio, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+    return float_to_pcm16(audio)
 
 
 class VoskStream:
-    def __init__(self, engine: "VoskAsr") -> None:
+    def __init__(self, engine: VoskAsr) -> None:
         self.engine = engine
         self.rec = engine.recognizer()
         self._done: list[str] = []       # text of segments Vosk already closed

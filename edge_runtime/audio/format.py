@@ -18,7 +18,7 @@ from .errors import AudioFormatError, AudioTooLongError, AudioTooShortError
 
 log = logging.getLogger(__name__)
 
-SAMPLE_RATE = 16_000
+SAMPLE_RATE = 16_000          # the one sample rate every stage works at
 MIN_RATE, MAX_RATE = 8_000, 192_000
 MAX_CHANNELS = 8
 _NATIVE = "send 16-bit PCM mono WAV at 16 kHz"
@@ -34,7 +34,7 @@ class PcmFormat:
     sample_width: int = 2
     is_float: bool = False
 
-    def validate(self) -> "PcmFormat":
+    def validate(self) -> PcmFormat:
         if not MIN_RATE <= self.sample_rate <= MAX_RATE:
             raise AudioFormatError(f"sample rate {self.sample_rate} Hz is outside "
                                    f"{MIN_RATE}..{MAX_RATE} Hz", hint=_NATIVE)
@@ -69,7 +69,7 @@ def decode_pcm(data: bytes, fmt: PcmFormat) -> np.ndarray:
     elif w == 1:
         x = (np.frombuffer(buf, dtype=np.uint8).astype(np.float32) - 128.0) / 128.0
     elif w == 2:
-        x = np.frombuffer(buf, dtype="<i2").astype(np.float32) / 32768.0
+        x = int16_to_float(np.frombuffer(buf, dtype="<i2"))
     elif w == 3:
         b = np.frombuffer(buf, dtype=np.uint8).reshape(-1, 3).astype(np.int32)
         v = b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16)
@@ -189,12 +189,25 @@ def load_audio(data: bytes | bytearray | memoryview | str | Path, *,
     return resample(x, fmt.sample_rate, SAMPLE_RATE)
 
 
+# the one int16 <-> float conversion: float -1..1 -> int16 by 32767 (clipped), back by 32768
 def float_to_int16(x: np.ndarray) -> np.ndarray:
     return (np.clip(x, -1.0, 1.0) * 32767.0).astype(np.int16)
 
 
 def int16_to_float(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32) / 32768.0
+
+
+def float_to_pcm16(x: np.ndarray) -> bytes:
+    """Float samples as little-endian 16-bit PCM bytes (what pocketsphinx, Vosk and
+    webrtcvad take)."""
+    return float_to_int16(x).astype("<i2", copy=False).tobytes()
+
+
+def resample_int16(x: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """int16 samples at ``from_rate`` as int16 samples at ``to_rate``."""
+    return x if from_rate == to_rate else \
+        float_to_int16(resample(int16_to_float(x), from_rate, to_rate))
 
 
 def wav_bytes(samples: np.ndarray, sample_rate: int) -> bytes:
@@ -217,4 +230,5 @@ def read_wav_file(path: str | Path, max_seconds: float = 600.0) -> np.ndarray:
 
 __all__ = ["SAMPLE_RATE", "PcmFormat", "decode_pcm", "to_mono", "resample", "load_audio",
            "parse_wav_header", "wav_bytes", "write_wav", "float_to_int16", "int16_to_float",
+           "float_to_pcm16", "resample_int16",
            "read_wav_file"]

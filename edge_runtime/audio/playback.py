@@ -17,13 +17,13 @@ import numpy as np
 
 from ..clock import SYSTEM_CLOCK, Clock
 from .errors import AudioDeviceError
-from .format import resample
+from .format import int16_to_float, resample_int16
 
 log = logging.getLogger(__name__)
 
 
 def _peak(x: np.ndarray) -> float:
-    return float(np.abs(x).max()) / 32768.0 if len(x) else 0.0
+    return float(np.abs(int16_to_float(x)).max()) if len(x) else 0.0
 
 
 class VirtualSpeaker:
@@ -43,9 +43,7 @@ class VirtualSpeaker:
         self.stopped_at: float | None = None
 
     def play(self, audio: np.ndarray, sample_rate: int) -> None:
-        if sample_rate != self.sample_rate:
-            audio = (resample(audio.astype(np.float32) / 32768.0, sample_rate,
-                              self.sample_rate) * 32767.0).astype(np.int16)
+        audio = resample_int16(audio, sample_rate, self.sample_rate)
         with self._lock:
             now = self.clock.monotonic()
             if self.first_audio_at is None:
@@ -152,9 +150,7 @@ class DevicePlayer:
             self._audible_until = now + frames / self.sample_rate + self._latency
 
     def play(self, audio: np.ndarray, sample_rate: int) -> None:
-        if sample_rate != self.sample_rate:
-            audio = (resample(audio.astype(np.float32) / 32768.0, sample_rate,
-                              self.sample_rate) * 32767.0).astype(np.int16)
+        audio = resample_int16(audio, sample_rate, self.sample_rate)
         with self._lock:
             room = self.max_samples - self._queued
             if room <= 0:

@@ -6,7 +6,9 @@ working tier. A tier that raises ``CacheTierError`` is taken out of service: one
 names the tier, the problem and the fix; lookups go on with the other tiers; the failed
 tier is probed again after a backoff (``backoff_initial_s`` doubling up to
 ``backoff_max_s``, on the injected clock's monotonic time) during a later ``get`` or
-``put`` (or an explicit ``probe_due()``), and an INFO line says when it recovered.
+``put`` (or an explicit ``probe_due()``), and an INFO line says when it recovered. The
+backoff is the shared :class:`~edge_runtime.breaker.CircuitBreaker` (one failure opens
+it; the half-open probe is the tier's ``probe()``).
 
 All methods are synchronous and thread-safe; a lookup costs microseconds for the memory
 tier, well under a millisecond for the disk tier and at most one Redis round trip
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..breaker import CLOSED, CircuitBreaker
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import CacheConfig
 from ..errors import CacheTierError
@@ -35,17 +38,18 @@ TIER_NAMES = ("memory", "disk", "redis")
 
 @dataclass
 class _Slot:
-    """One tier and its health."""
+    """One tier and its health (the breaker: closed = in service)."""
 
     tier: CacheTier
-    ok: bool = True
+    breaker: CircuitBreaker
     reason: str = ""
-    backoff_s: float = 0.0
-    next_probe_at: float = 0.0
-    probing: bool = False
     hits: int = 0
     misses: int = 0
     errors: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.breaker.state == CLOSED
 
 
 class AnswerCache:
@@ -56,7 +60,10 @@ class AnswerCache:
                  disabled: Sequence[str] = (), backoff_initial_s: float = 5.0,
                  backoff_max_s: float = 60.0) -> None:
         self._clock = clock
-        self._slots = [_Slot(t) for t in tiers]
+        self._slots = [_Slot(t, CircuitBreaker(
+            t.name, failure_threshold=1, reset_timeout_s=backoff_initial_s,
+            max_reset_timeout_s=backoff_max_s, clock=clock, logger=None,
+            hint="fix the cache tier's backoff")) for t in tiers]
         self._disabled = tuple(n for n in disabled if n not in {t.name for t in tiers})
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
@@ -175,17 +182,10 @@ class AnswerCache:
     def probe_due(self) -> None:
         """Probe the failed tiers whose backoff has passed (called by ``get``/``put``; a
         daemon may also call it periodically from a worker thread)."""
-        now = self._clock.monotonic()
-        with self._lock:
-            due = [s for s in self._slots if not s.ok and not s.probing and s.next_probe_at <= now]
-            for s in due:
-                s.probing = True
+        with self._lock:     # allow() reserves the half-open probe: one prober per tier
+            due = [s for s in self._slots if not s.ok and s.breaker.allow()]
         for slot in due:
-            try:
-                self._probe(slot)
-            finally:
-                with self._lock:
-                    slot.probing = False
+            self._probe(slot)
 
     def close(self) -> None:
         for slot in self._slots:
@@ -209,34 +209,32 @@ class AnswerCache:
             self._fail(slot, exc)
 
     def _probe(self, slot: _Slot) -> None:
-        was_ok = slot.ok
         try:
             slot.tier.probe()
         except CacheTierError as exc:
             self._fail(slot, exc)
             return
-        if not was_ok:
-            with self._lock:
-                slot.ok, slot.reason, slot.backoff_s = True, "", 0.0
+        with self._lock:
+            recovered = not slot.ok
+            slot.breaker.success()
+            slot.reason = ""
+        if recovered:
             log.info("answer cache: tier %s recovered", slot.tier.name)
 
     def _fail(self, slot: _Slot, exc: CacheTierError) -> None:
-        now = self._clock.monotonic()
         with self._lock:
             first = slot.ok
             slot.errors += 1
-            slot.ok = False
             slot.reason = exc.message
-            slot.backoff_s = self.backoff_initial_s if first else \
-                min(self.backoff_max_s, max(slot.backoff_s, self.backoff_initial_s) * 2)
-            slot.next_probe_at = now + slot.backoff_s
+            slot.breaker.failure()
+            wait_s = slot.breaker.wait_s
         if first:
             log.warning("answer cache: tier %s failed: %s (fix: %s); continuing without it, "
                         "retrying in %.0f s", slot.tier.name, exc.message,
-                        exc.hint or "see the message", slot.backoff_s)
+                        exc.hint or "see the message", wait_s)
         else:
             log.debug("answer cache: tier %s still failing: %s; next try in %.0f s",
-                      slot.tier.name, exc.message, slot.backoff_s)
+                      slot.tier.name, exc.message, wait_s)
 
     def _count_bad_value(self, slot: _Slot, exc: CacheValueError) -> None:
         with self._lock:

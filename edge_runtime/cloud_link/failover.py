@@ -33,13 +33,15 @@ import dataclasses
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Sequence
+from typing import Any
+from collections.abc import AsyncGenerator, Sequence
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import CloudConfig
 from ..errors import CloudUnavailableError, ConfigError
 from ..types import GenerationParams, Message
-from .breaker import OPEN, CircuitBreaker
+from ..breaker import OPEN, CircuitBreaker
+from .base import GatewayLink
 from .zmq_client import CONGESTED, ZmqCloudClient
 
 log = logging.getLogger(__name__)
@@ -65,7 +67,7 @@ class Ewma:
 @dataclass
 class _Member:
     endpoint: str
-    client: Any                   # CloudClient (ZmqCloudClient in production)
+    client: GatewayLink           # ZmqCloudClient in production
     breaker: CircuitBreaker
     in_flight: int = 0
     first_piece_s: Ewma = field(default_factory=lambda: Ewma(FIRST_PIECE_PRIOR_S))
@@ -78,15 +80,14 @@ class _Member:
     def predict(self, pending: int = 0) -> tuple[float, str]:
         """(seconds to the first piece of a request sent here now, what it rests on);
         ``pending``: requests already decided for the cloud but not sent yet."""
-        fresh = getattr(self.client, "fresh_load", None)
-        load = fresh() if callable(fresh) else None
+        load = self.client.fresh_load()
         in_flight = self.in_flight + max(0, pending)
         if load is None or load.capacity <= 0:
             wait = queue_wait_s(in_flight, 1, self.answer_s.value)
             return (self.first_piece_s.value + wait,
                     f"{self.endpoint}: no load report, {in_flight} in flight from here, "
                     f"first piece ~{self.first_piece_s.value * 1e3:.0f} ms observed")
-        rtt_ms = getattr(self.client, "rtt_ms", None)
+        rtt_ms = self.client.rtt_ms
         backlog = max(load.queued + load.active, in_flight)
         prefill = load.prefill_s if load.prefill_s > 0 else self.first_piece_s.value
         service = load.service_s if load.service_s > 0 else self.answer_s.value
@@ -115,7 +116,7 @@ class FailoverCloudClient:
     doubled per round); ``breaker_*``: see :class:`CircuitBreaker`.
     """
 
-    def __init__(self, members: Sequence[tuple[str, Any]], clock: Clock = SYSTEM_CLOCK, *,
+    def __init__(self, members: Sequence[tuple[str, GatewayLink]], clock: Clock = SYSTEM_CLOCK, *,
                  max_attempts: int = 3, retry_backoff_s: float = 0.05,
                  breaker_failures: int = 3, breaker_reset_s: float = 2.0) -> None:
         if not members:
@@ -133,7 +134,7 @@ class FailoverCloudClient:
     @classmethod
     def from_config(cls, cfg: CloudConfig, endpoints: Sequence[str] = (),
                     clock: Clock = SYSTEM_CLOCK, *, model: str = "",
-                    stall_timeout_ms: float | None = None, **kwargs: Any) -> "FailoverCloudClient":
+                    stall_timeout_ms: float | None = None, **kwargs: Any) -> FailoverCloudClient:
         """One :class:`ZmqCloudClient` per endpoint (``endpoints`` empty = ``cfg.endpoint``);
         every other setting (keys, timeouts) comes from ``cfg``."""
         eps = list(dict.fromkeys(e.strip() for e in (endpoints or [cfg.endpoint]) if e.strip()))
@@ -160,14 +161,14 @@ class FailoverCloudClient:
     def down_reason(self) -> str:
         return "; ".join(f"{m.endpoint}: " + (f"circuit open ({m.breaker.retry_in_s():.1f} s left)"
                                               if m.breaker.state == OPEN else
-                                              getattr(m.client, "down_reason", m.client.state))
+                                              m.client.down_reason)
                          for m in self._members)
 
     @property
     def rtt_ms(self) -> float | None:
         """The best last heartbeat round trip among gateways that are up (None: none known)."""
         rtts = [m.client.rtt_ms for m in self._members
-                if m.client.state == "up" and getattr(m.client, "rtt_ms", None) is not None]
+                if m.client.state == "up" and m.client.rtt_ms is not None]
         return min(rtts) if rtts else None
 
     def predict_ttft_s(self, pending: int = 0) -> tuple[float, str]:
@@ -200,7 +201,7 @@ class FailoverCloudClient:
     async def close(self) -> None:
         await asyncio.gather(*(m.client.close() for m in self._members), return_exceptions=True)
 
-    async def __aenter__(self) -> "FailoverCloudClient":
+    async def __aenter__(self) -> FailoverCloudClient:
         await self.start()
         return self
 
@@ -228,7 +229,7 @@ class FailoverCloudClient:
         return None
 
     async def stream(self, messages: Sequence[Message], params: GenerationParams,
-                     deadline_s: float) -> AsyncIterator[str]:
+                     deadline_s: float) -> AsyncGenerator[str, None]:
         """Yield one answer's pieces from one gateway. Raises ``CloudUnavailableError`` when no
         gateway answered before the deadline, or when the answering one fails mid-stream."""
         deadline_m = self._clock.monotonic() + deadline_s

@@ -10,7 +10,8 @@ Link state: "unknown" until the first Pong or failure, then "up" (a message arri
 While "down", :meth:`ZmqCloudClient.stream` fails at once, so the caller answers locally
 without waiting; a reconnect is noticed within milliseconds (handshake event → Ping).
 
-Load: each Ping asks for the gateway's load (``PING_WANTS_LOAD``) and each Pong's figures
+Load (kept by :class:`~.gateway_load.LoadReports`): each Ping asks for the gateway's load
+(``PING_WANTS_LOAD``) and each Pong's figures
 become :attr:`ZmqCloudClient.load` (a :class:`GatewayLoad`) once validated; a nonsense
 report (negative, NaN/inf, absurdly large) is ignored and counted in
 ``bad_load_reports`` (a WARNING at most once a minute), and the link stays up.
@@ -22,11 +23,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import uuid
 from collections import deque
-from dataclasses import dataclass
-from typing import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 
 import zmq
 import zmq.asyncio
@@ -39,6 +38,7 @@ from ..protocol import (Cancel, Chunk, Done, Error, Ping, Pong, ProtocolError, R
                         encode)
 from ..protocol.messages import PING_WANTS_LOAD
 from ..types import GenerationParams, Message
+from .gateway_load import LOAD_MAX_AGE_BEATS, GatewayLoad, LoadReports
 from .keys import endpoint_is_loopback, load_keypair, load_public_key
 
 log = logging.getLogger(__name__)
@@ -48,43 +48,6 @@ _WAKE = object()                       # queue marker: look at _Pending.failure
 _ABANDONED_IDS = 512                   # remembered ids of failed requests (late chunks: DEBUG)
 _HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
                      | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
-
-LOAD_MAX_AGE_BEATS = 3.0               # a load report older than this many heartbeats: unknown
-MAX_REPORTED_REQUESTS = 100_000        # queued/active above this: a nonsense report
-MAX_REPORTED_CAPACITY = 4096
-MAX_REPORTED_MS = 600_000.0            # 10 minutes
-BAD_LOAD_LOG_INTERVAL_S = 60.0         # at most one WARNING about bad load reports per minute
-
-
-@dataclass(frozen=True)
-class GatewayLoad:
-    """A gateway's load as its last valid Pong reported it (0 = unknown, see ``Pong``).
-
-    ``prefill_s``/``service_s``: EWMAs of worker start → first piece / → whole answer;
-    ``at_m``: this client's monotonic clock when the Pong arrived.
-    """
-
-    queued: int
-    active: int
-    capacity: int
-    prefill_s: float
-    service_s: float
-    at_m: float
-
-
-def load_problem(pong: Pong) -> str | None:
-    """Why ``pong``'s load figures are nonsense, or None when they are plausible."""
-    for name, limit in (("queued", MAX_REPORTED_REQUESTS), ("active", MAX_REPORTED_REQUESTS),
-                        ("capacity", MAX_REPORTED_CAPACITY)):
-        value = getattr(pong, name)
-        if not 0 <= value <= limit:
-            return f"{name}={value} is outside 0..{limit}"
-    for name in ("prefill_ms", "service_ms"):
-        value = getattr(pong, name)
-        if not (math.isfinite(value) and 0.0 <= value <= MAX_REPORTED_MS):
-            return f"{name}={value!r} is outside 0..{MAX_REPORTED_MS:.0f}"
-    return None
-
 
 class _Pending:
     """The receive side of one request: a bounded queue plus an out-of-band failure."""
@@ -138,10 +101,7 @@ class ZmqCloudClient:
         self._nonce = 0
         self._ping_sent: dict[int, float] = {}
         self.rtt_ms: float | None = None       # last heartbeat round trip
-        self.load: GatewayLoad | None = None   # last valid load report (see fresh_load)
-        self.bad_load_reports = 0              # Pongs whose load figures were nonsense
-        self._bad_load_logged = 0
-        self._bad_load_logged_at = float("-inf")
+        self._loads = LoadReports(cfg.endpoint)
 
     # -- state -------------------------------------------------------------------------------
 
@@ -160,15 +120,22 @@ class ZmqCloudClient:
         """Why the link is down (or was last down), e.g. ``"connection refused"``."""
         return self._reason
 
+    @property
+    def load(self) -> GatewayLoad | None:
+        """The last valid load report (see ``fresh_load``)."""
+        return self._loads.load
+
+    @property
+    def bad_load_reports(self) -> int:
+        """Pongs whose load figures were nonsense."""
+        return self._loads.bad_reports
+
     def fresh_load(self) -> GatewayLoad | None:
         """The last valid load report while it is at most ``LOAD_MAX_AGE_BEATS`` heartbeat
         intervals old; None when older, or when the gateway reports no load (an older
         release)."""
-        load = self.load
-        if load is None:
-            return None
-        age_s = self._clock.monotonic() - load.at_m
-        return load if age_s <= LOAD_MAX_AGE_BEATS * self.cfg.health_interval_s else None
+        return self._loads.fresh(self._clock.monotonic(),
+                                 LOAD_MAX_AGE_BEATS * self.cfg.health_interval_s)
 
     def _mark_up(self) -> None:
         self._last_seen = self._clock.monotonic()
@@ -198,7 +165,8 @@ class ZmqCloudClient:
                 f"cloud.endpoint {self.cfg.endpoint} is not loopback and cloud.server_public_key "
                 "is empty: the link would be unauthenticated and unencrypted",
                 hint="set cloud.server_public_key to the gateway's Z85 public key (and "
-                     "cloud.client_secret_key_file), or cloud.allow_insecure=true on a trusted network")
+                     "cloud.client_secret_key_file), or cloud.allow_insecure=true on a "
+                     "trusted network")
 
     def _make_socket(self) -> zmq.asyncio.Socket:
         assert self._ctx is not None
@@ -286,7 +254,7 @@ class ZmqCloudClient:
         if self._state != "down":
             self._state, self._reason = "down", "closed"
 
-    async def __aenter__(self) -> "ZmqCloudClient":
+    async def __aenter__(self) -> ZmqCloudClient:
         await self.start()
         return self
 
@@ -347,25 +315,7 @@ class ZmqCloudClient:
         sent = self._ping_sent.pop(msg.nonce, None)
         if sent is not None:
             self.rtt_ms = (now - sent) * 1000.0
-        problem = load_problem(msg)
-        if problem is not None:
-            self._bad_load(problem)
-            return
-        if not (msg.capacity or msg.queued or msg.active or msg.prefill_ms or msg.service_ms):
-            return                                    # no load report at all
-        self.load = GatewayLoad(msg.queued, msg.active, msg.capacity, msg.prefill_ms / 1000.0,
-                                msg.service_ms / 1000.0, now)
-
-    def _bad_load(self, problem: str) -> None:
-        self.bad_load_reports += 1
-        now = self._clock.monotonic()
-        if now - self._bad_load_logged_at < BAD_LOAD_LOG_INTERVAL_S:
-            return
-        unlogged = self.bad_load_reports - self._bad_load_logged - 1
-        self._bad_load_logged_at, self._bad_load_logged = now, self.bad_load_reports
-        log.warning("ignoring a nonsense load report from %s: %s (the link stays up%s)",
-                    self.cfg.endpoint, problem,
-                    f"; {unlogged} more since the last warning" if unlogged else "")
+        self._loads.on_pong(msg, now)
 
     async def _monitor_loop(self, monitor: zmq.asyncio.Socket) -> None:
         try:
@@ -409,7 +359,7 @@ class ZmqCloudClient:
     # -- requests ----------------------------------------------------------------------------
 
     async def stream(self, messages: Sequence[Message], params: GenerationParams,
-                     deadline_s: float) -> AsyncIterator[str]:
+                     deadline_s: float) -> AsyncGenerator[str, None]:
         """Yield the answer's text pieces. Raises ``CloudUnavailableError`` ("cloud link
         down: …", "no first token within N ms", "stream stalled …", "deadline exceeded …",
         "gateway error: CODE: …") before or during the stream; after it raises (or the caller

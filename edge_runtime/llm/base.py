@@ -1,7 +1,8 @@
 """Local LLM: a synchronous streaming engine on onnxruntime."""
 from __future__ import annotations
 
-from typing import Iterator, Protocol, Sequence
+from typing import Protocol
+from collections.abc import Iterator, Sequence
 
 from ..types import CancelToken, GenerationParams, Message
 
@@ -47,3 +48,6 @@ class LlmEngine(Protocol):
 
     def prefill_time_s(self, tokens: int) -> float:
         """Measured seconds to prefill ``tokens`` new (uncached) prompt tokens."""
+
+    def close(self) -> None:
+        """Stop taking requests and free what the engine owns (threads); idempotent."""

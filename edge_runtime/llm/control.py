@@ -291,3 +291,7 @@ class SingleSessionLoad:
     def prefill_time_s(self, tokens: int) -> float:
         """Seconds to prefill ``tokens`` new prompt tokens."""
         return self._prefill_times.estimate(tokens, self._step_times.estimate(1))
+
+    def close(self) -> None:
+        """Nothing to stop: a single-session engine owns no threads (its session is
+        freed with it)."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ModelLoadError, ProviderError
+from ..onnx_session import build_session
 
 log = logging.getLogger(__name__)
 
@@ -92,37 +93,21 @@ def _provider_list(name: str, cache_dir: Path | None,
     return ["CPUExecutionProvider"]
 
 
-def session_options(threads: int) -> Any:
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = max(1, int(threads))
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.log_severity_level = 3
-    # No busy-waiting between ops: on a 2-core box shared with ASR/TTS, spinning threads
-    # made decoding 1.5-2x slower (measured 26-33 vs 16-19 ms/token at load average 4.6).
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return so
-
-
 def open_session(model_path: Path, names: Sequence[str], threads: int,
                  cache_dir: Path | None = None,
                  profiles: dict[str, str] | None = None) -> OpenedSession:
     """Try each provider in order; return the first session whose first provider is the
     requested one. Raise ModelLoadError when the file itself cannot be loaded on CPU."""
-    import onnxruntime as ort
-
     order = available(names) or ["cpu"]
     last_exc: Exception | None = None
     for i, name in enumerate(order):
         try:
-            sess = ort.InferenceSession(str(model_path), session_options(threads),
-                                        providers=_provider_list(name, cache_dir, profiles))
-        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+            sess = build_session(model_path, threads=threads, stage="llm", what="LLM",
+                                 providers=_provider_list(name, cache_dir, profiles))
+        except ModelLoadError as exc:
             last_exc = exc
-            log.warning("provider %s failed to load %s: %s", name, model_path.name, exc)
+            log.warning("provider %s failed to load %s: %s", name, model_path.name,
+                        exc.message)
             continue
         got = sess.get_providers()
         if got and got[0] == EP_NAMES[name]:

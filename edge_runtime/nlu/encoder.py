@@ -54,14 +54,8 @@ def _fail(model_dir: Path, what: str) -> ModelDirError:
 
 def make_session(path: Path, threads: int = 1):
     """An onnxruntime CPU session pinned to ``threads`` intra-op threads (1 = one core)."""
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    from ..onnx_session import build_session
+    return build_session(path, threads=threads, stage="nlu", what="NLU encoder")
 
 
 def load_tokenizer(path: Path, max_tokens: int):

@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
 from ..errors import ModelLoadError, ModelMissingError
+from ..onnx_session import build_session
 from .base import TtsError
 
 log = logging.getLogger(__name__)
@@ -37,20 +38,17 @@ class PiperTts:
                                     hint="run `edge-runtime models pull piper-joe-medium` or "
                                          "set tts.model_path")
         try:
-            import onnxruntime as ort
             from piper import PiperVoice, SynthesisConfig
             from piper.config import PiperConfig
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = threads
-            opts.inter_op_num_threads = 1
-            opts.log_severity_level = 3
-            session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            session = build_session(path, threads=threads, stage="tts", what="Piper voice")
             config = PiperConfig.from_dict(json.loads(cfg_path.read_text(encoding="utf-8")))
             self._voice = PiperVoice(session=session, config=config)
             self._syn = SynthesisConfig(length_scale=length_scale)
         except ImportError as exc:
             raise ModelLoadError(f"Piper needs {exc.name}", stage="tts",
                                  hint="pip install 'edge-runtime[tts]'") from None
+        except ModelLoadError:
+            raise
         except Exception as exc:
             raise ModelLoadError(f"Piper voice {path} does not load: {exc}",
                                  stage="tts") from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..optional import require_backend
 from .base import VadEngine, VadError
-from .endpointer import (Endpointer, EndpointConfig, SpeechAudio, SpeechEnd, SpeechPause,
+from .endpointer import (Endpointer, SpeechAudio, SpeechEnd, SpeechPause,
                          SpeechResume, SpeechStart)
 
 BACKENDS = {"silero": ("onnxruntime", "pip install onnxruntime && pip install --no-deps "
@@ -23,5 +23,5 @@ def load_vad(backend: str = "silero", *, model_path: str = "", threads: int = 1,
     return WebRtcVad(aggressiveness)
 
 
-__all__ = ["VadEngine", "VadError", "Endpointer", "EndpointConfig", "SpeechStart", "SpeechAudio",
+__all__ = ["VadEngine", "VadError", "Endpointer", "SpeechStart", "SpeechAudio",
            "SpeechPause", "SpeechResume", "SpeechEnd", "load_vad", "BACKENDS"]

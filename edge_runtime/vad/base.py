@@ -24,5 +24,5 @@ class VadEngine(Protocol):
     def reset(self) -> None:
         """Forget the stream's state (call between unrelated streams)."""
 
-    def fork(self) -> "VadEngine":
+    def fork(self) -> VadEngine:
         """A fresh engine for another stream that shares the loaded model."""

@@ -23,35 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import VadConfig as _VAD   # the defaults live in the config, once
-from ..errors import ConfigError
+from ..audio.format import SAMPLE_RATE
+from ..config import VadConfig
 from .base import VadEngine
 
-RATE = 16_000
-
-
-@dataclass(frozen=True)
-class EndpointConfig:
-    """Endpointing thresholds; defaults and units are the config's [vad] keys."""
-
-    threshold: float = _VAD.threshold
-    neg_threshold: float = _VAD.neg_threshold
-    start_ms: float = _VAD.start_ms
-    end_silence_ms: float = _VAD.end_silence_ms
-    pause_ms: float = _VAD.pause_ms
-    preroll_ms: float = _VAD.preroll_ms
-    min_speech_ms: float = _VAD.min_speech_ms
-    max_utterance_s: float = _VAD.max_utterance_s
-
-    def validate(self) -> "EndpointConfig":
-        if not 0.0 < self.neg_threshold <= self.threshold < 1.0:
-            raise ConfigError("vad thresholds need 0 < neg_threshold <= threshold < 1",
-                              hint="e.g. threshold = 0.5, neg_threshold = 0.35")
-        if self.end_silence_ms < self.pause_ms:
-            raise ConfigError("vad.end_silence_ms must be >= vad.pause_ms")
-        if self.max_utterance_s <= 0 or self.end_silence_ms <= 0:
-            raise ConfigError("vad.max_utterance_s and vad.end_silence_ms must be positive")
-        return self
+RATE = SAMPLE_RATE
 
 
 @dataclass(frozen=True)
@@ -88,9 +64,10 @@ Event = SpeechStart | SpeechAudio | SpeechPause | SpeechResume | SpeechEnd
 
 
 class Endpointer:
-    def __init__(self, vad: VadEngine, cfg: EndpointConfig | None = None) -> None:
+    def __init__(self, vad: VadEngine, cfg: VadConfig | None = None) -> None:
+        """``cfg`` is the config's ``[vad]`` section (validated at load by ``Config``)."""
         self.vad = vad
-        self.cfg = (cfg or EndpointConfig()).validate()
+        self.cfg = cfg or VadConfig()
         self.frame = vad.frame_samples
         ms = lambda v: max(1, int(round(v / 1000.0 * RATE / self.frame)))  # noqa: E731
         self._start_frames = ms(self.cfg.start_ms)

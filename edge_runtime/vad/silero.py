@@ -11,12 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelLoadError, ModelMissingError
+from ..audio.format import SAMPLE_RATE
+from ..errors import ModelMissingError
+from ..onnx_session import build_session
 from .base import VadError
 
 log = logging.getLogger(__name__)
 
-FRAME, CONTEXT, RATE = 512, 64, 16_000
+FRAME, CONTEXT, RATE = 512, 64, SAMPLE_RATE
 
 
 def default_model_path() -> Path | None:
@@ -29,17 +31,8 @@ class _Model:
     """The loaded session, shared by every stream's engine (run is thread-safe)."""
 
     def __init__(self, path: Path, threads: int = 1) -> None:
-        import onnxruntime as ort
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        try:
-            self.session = ort.InferenceSession(str(path), opts,
-                                                providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            raise ModelLoadError(f"silero VAD model {path} does not load: {exc}",
-                                 stage="vad") from None
+        self.session = build_session(path, threads=threads, stage="vad",
+                                     what="silero VAD model")
         self.sr = np.array(RATE, dtype=np.int64)
 
 
@@ -64,7 +57,7 @@ class SileroVad:
         self._state = np.zeros((2, 1, 128), dtype=np.float32)
         self._context = np.zeros((1, CONTEXT), dtype=np.float32)
 
-    def fork(self) -> "SileroVad":
+    def fork(self) -> SileroVad:
         return SileroVad(_model=self._model)
 
     def prob(self, frame: np.ndarray) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..audio.format import SAMPLE_RATE, float_to_pcm16
 from .base import VadError
 
 FRAME = 480          # 30 ms at 16 kHz
@@ -25,11 +26,10 @@ class WebRtcVad:
     def reset(self) -> None:
         pass          # stateless between frames as far as callers can tell
 
-    def fork(self) -> "WebRtcVad":
+    def fork(self) -> WebRtcVad:
         return WebRtcVad(self.aggressiveness)
 
     def prob(self, frame: np.ndarray) -> float:
         if frame.shape[-1] != FRAME:
             raise VadError(f"webrtc VAD needs {FRAME}-sample frames, got {frame.shape[-1]}")
-        pcm = (np.clip(frame, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
-        return 1.0 if self._vad.is_speech(pcm, 16_000) else 0.0
+        return 1.0 if self._vad.is_speech(float_to_pcm16(frame), SAMPLE_RATE) else 0.0

@@ -81,7 +81,7 @@ async def run_chat(runtime, text_mode: bool, *, input_device: str | None = None,
     if stack is None and not text_mode:
         raise service.error or EdgeError("voice models unavailable", stage="voice")
     rate = stack.tts.sample_rate if stack and stack.tts else 22050
-    out_dev = output_device or service.settings.output_device or None
+    out_dev = output_device or service.cfg.audio.output_device or None
     try:
         player = DevicePlayer(out_dev, rate)
     except EdgeError as exc:
@@ -134,7 +134,7 @@ def _prompt() -> str | None:
 async def _mic_loop(service: VoiceService, player, input_device: str | None) -> int:
     from ..audio.sources import MicSource
     from .pump import feed_source
-    dev = input_device or service.settings.input_device or None
+    dev = input_device or service.cfg.audio.input_device or None
     mic = MicSource(dev)
     session = service.session(player, emit=_show)
     _print("listening (Ctrl-C to stop)")

@@ -12,26 +12,25 @@ from typing import Any
 import numpy as np
 
 from ..audio.errors import NoSpeechError
-from ..audio.format import load_audio, wav_bytes
+from ..audio.format import SAMPLE_RATE, load_audio, wav_bytes
 from ..audio.playback import VirtualSpeaker
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import EdgeError, ModelMissingError
 from ..types import CancelToken, Timings
 from ..vad import Endpointer, SpeechEnd
 from .session import VoiceSession
-from .settings import settings_from_config
 from .speaker import Speaker
-from .stack import VoiceSettings, VoiceStack, model_paths
+from .stack import VoiceStack, model_paths
 
 log = logging.getLogger(__name__)
-RATE = 16_000
+RATE = SAMPLE_RATE
 
 
 class VoiceService:
-    def __init__(self, runtime, settings: VoiceSettings | None = None, *,
-                 clock: Clock = SYSTEM_CLOCK, stack: VoiceStack | None = None) -> None:
+    def __init__(self, runtime, *, clock: Clock = SYSTEM_CLOCK,
+                 stack: VoiceStack | None = None) -> None:
         self.runtime = runtime
-        self.settings = settings or settings_from_config(runtime.cfg)
+        self.cfg = runtime.cfg                # [audio] [vad] [asr] [tts] [voice] are read here
         self.clock = clock
         self.stack = stack
         self._owns_stack = False            # close only what this service loaded
@@ -40,7 +39,7 @@ class VoiceService:
     @property
     def max_upload_bytes(self) -> int:
         # 32-bit stereo 48 kHz of max_seconds, plus headers: larger bodies cannot be valid
-        return int(self.settings.max_seconds * 48_000 * 8) + 4096
+        return int(self.cfg.audio.max_seconds * 48_000 * 8) + 4096
 
     async def start(self) -> None:
         """Load the models off the event loop; a failure is kept and reported per request."""
@@ -55,11 +54,11 @@ class VoiceService:
             except EdgeError:
                 log.debug("model store unavailable; using installed model packages")
             grammar = None
-            if self.settings.asr_grammar:
+            if self.cfg.asr.grammar:
                 from ..asr.vosk import grammar_from_intents
                 grammar = grammar_from_intents(self.runtime.stages.understander.intents)
             self.stack = await loop.run_in_executor(
-                None, lambda: VoiceStack.load(self.settings, paths=model_paths(store),
+                None, lambda: VoiceStack.load(self.cfg, paths=model_paths(store),
                                               grammar=grammar))
             self._owns_stack = True
             await self.stack.warm_up()
@@ -75,6 +74,7 @@ class VoiceService:
 
     def session(self, player, emit=None, budget_ms: float | None = None) -> VoiceSession:
         return VoiceSession(self.require_ready(), self.runtime.pipeline, player, emit=emit,
+                            metrics=self.runtime.metrics,
                             clock=self.clock, budget_ms=budget_ms)
 
     def close(self) -> None:
@@ -88,13 +88,11 @@ class VoiceService:
         stack = self.require_ready()
         loop = asyncio.get_running_loop()
         samples = await loop.run_in_executor(
-            stack.asr_pool, lambda: load_audio(data, max_seconds=self.settings.max_seconds))
+            stack.asr_pool, lambda: load_audio(data, max_seconds=self.cfg.audio.max_seconds))
         speech = await loop.run_in_executor(stack.asr_pool, self._speech_span, samples)
         transcript = await loop.run_in_executor(stack.asr_pool, stack.asr.transcribe, speech)
         text = transcript.text.strip()
-        metrics = getattr(self.runtime, "metrics", None)
-        if metrics is not None:
-            metrics.observe_stage("asr", transcript.decode_s)
+        self.runtime.metrics.observe_stage("asr", transcript.decode_s)
         if not any(c.isalnum() for c in text):
             raise NoSpeechError("the recognizer heard no words in the audio",
                                 hint="speak closer to the microphone, or check the file")
@@ -141,13 +139,13 @@ class VoiceService:
 
     def _speech_span(self, samples: np.ndarray) -> np.ndarray:
         """The audio from the first speech onset to the last end; NoSpeechError if none."""
-        ep = Endpointer(self.stack.vad.fork(), self.settings.endpoint)
+        ep = Endpointer(self.stack.vad.fork(), self.cfg.vad)
         ends = [ev for ev in ep.feed(samples) + ep.flush()
                 if isinstance(ev, SpeechEnd) and ev.reason != "too_short"]
         if not ends:
             raise NoSpeechError("no speech detected in the audio (silence or noise only)",
                                 hint="send a recording of someone speaking")
-        pre = self.settings.endpoint.preroll_ms / 1000.0
+        pre = self.cfg.vad.preroll_ms / 1000.0
         start = max(0, int((ends[0].t_start - pre) * RATE))
         stop = min(len(samples), int((ends[-1].t_speech_end + 0.1) * RATE))
         return samples[start:stop]

@@ -19,12 +19,15 @@ import collections
 import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, AsyncIterator, Callable
+from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 import numpy as np
 
+from ..audio.format import SAMPLE_RATE
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import EdgeError, OverloadedError
+from ..metrics import Metrics
 from ..types import CancelToken, Timings
 from ..vad import (Endpointer, SpeechAudio, SpeechEnd, SpeechPause, SpeechResume,
                    SpeechStart)
@@ -32,7 +35,7 @@ from .echo import EchoGuard
 from .speaker import Speaker
 
 log = logging.getLogger(__name__)
-RATE = 16_000
+RATE = SAMPLE_RATE
 ECHO_WINDOW_S = 0.5        # reference window: covers output latency (device + PulseAudio)
 BUSY_TEXT = "Sorry, I'm busy right now. Please try again in a moment."
 LEARN_AFTER_S = 0.5        # learn the coupling once playback's sound reaches the mic
@@ -41,17 +44,19 @@ Emit = Callable[[dict[str, Any]], None]
 
 class VoiceSession:
     def __init__(self, stack, pipeline, player, *, emit: Emit | None = None,
-                 clock: Clock = SYSTEM_CLOCK, budget_ms: float | None = None) -> None:
+                 clock: Clock = SYSTEM_CLOCK, budget_ms: float | None = None,
+                 metrics: Metrics | None = None) -> None:
+        """``metrics``: where per-stage latencies go (None: not recorded)."""
         self.stack = stack
+        self.metrics = metrics
         self.pipeline = pipeline
         self.player = player
         self.emit: Emit = emit or (lambda event: None)
         self.clock = clock
         self.budget_ms = budget_ms
         self.conversation = f"voice-{uuid.uuid4().hex[:12]}"   # follow-ups see earlier turns
-        s = stack.settings
-        self.endpointer = Endpointer(stack.vad.fork(), s.endpoint)
-        self.echo = EchoGuard(margin=s.echo_margin)
+        self.endpointer = Endpointer(stack.vad.fork(), stack.cfg.vad)
+        self.echo = EchoGuard(margin=stack.cfg.voice.echo_margin)
         self._vad_pool = ThreadPoolExecutor(1, thread_name_prefix="vad")
         self._t0: float | None = None
         self._peaks: collections.deque[float] = collections.deque(maxlen=4)
@@ -147,7 +152,7 @@ class VoiceSession:
             self._echo_utt = True            # the assistant hearing itself
             log.debug("speech onset during playback taken for echo")
             return
-        if (busy or playing) and self.stack.settings.barge_in:
+        if (busy or playing) and self.stack.cfg.voice.barge_in:
             self.interrupt()
             ms = (self.clock.monotonic() - (self._t0 + ev.t_s)) * 1000.0
             self.barge_in_ms.append(ms)
@@ -182,10 +187,10 @@ class VoiceSession:
         self._task.add_done_callback(self._tasks.discard)
 
     def _maybe_partial(self) -> None:
-        s = self.stack.settings
-        if (not s.asr_partials or self._stream is None or self._echo_utt or self._paused
+        s = self.stack.cfg.asr
+        if (not s.partials or self._stream is None or self._echo_utt or self._paused
                 or (self._partial is not None and not self._partial.done())
-                or self._since_partial < int(s.asr_partial_every_s * RATE)):
+                or self._since_partial < int(s.partial_every_s * RATE)):
             return
         self._since_partial = 0
         stream = self._stream
@@ -260,9 +265,8 @@ class VoiceSession:
                                                   "hint": None, "retryable": True}})
 
     def _observe(self, stage: str, seconds: float) -> None:
-        metrics = getattr(self.pipeline, "metrics", None)
-        if metrics is not None:
-            metrics.observe_stage(stage, seconds)
+        if self.metrics is not None:
+            self.metrics.observe_stage(stage, seconds)
 
 
 VoiceSession._handlers = {SpeechAudio: VoiceSession._on_audio,

@@ -28,10 +28,9 @@ class Speaker:
         self.stack = stack
         self.player = player
         self.clock = clock
-        n = stack.settings.tts_first_chunk_chars if first_chunk_chars is None \
-            else first_chunk_chars
-        self.chunker = SentenceChunker(first_min_chars=n, first_max_chars=getattr(
-            stack.settings, "tts_first_chunk_max_chars", 40))
+        t = stack.cfg.tts
+        n = t.first_chunk_chars if first_chunk_chars is None else first_chunk_chars
+        self.chunker = SentenceChunker(first_min_chars=n, first_max_chars=t.first_chunk_max_chars)
         self._gen = 0                  # bumped by cancel/reset: queued renders then skip
         self._pending: list[Future] = []
         self.first_audio_at: float | None = None    # clock time of the first play()

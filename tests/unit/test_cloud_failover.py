@@ -128,10 +128,13 @@ def test_single_endpoint_config_still_works_and_empty_is_refused():
 class _Scripted:
     """A CloudClient stand-in whose every stream fails with ``exc`` before any piece."""
 
-    state, available, down_reason = "up", True, ""
+    state, available, down_reason, rtt_ms = "up", True, "", None
 
     def __init__(self, exc: Exception) -> None:
         self.exc, self.calls = exc, 0
+
+    def fresh_load(self):
+        return None
 
     async def start(self) -> None: ...
 

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
+from edge_runtime.config import Config, VadConfig
 from edge_runtime.errors import ConfigError
-from edge_runtime.vad import EndpointConfig, Endpointer, SpeechAudio, SpeechEnd, SpeechPause
+from edge_runtime.vad import Endpointer, SpeechAudio, SpeechEnd, SpeechPause
 from tests.voice_fixtures import ScriptedVad
 
 F = 512 / 16000        # 32 ms frames
@@ -11,8 +12,8 @@ F = 512 / 16000        # 32 ms frames
 
 def _run(probs, cfg=None, extra_frames=0):
     vad = ScriptedVad(probs)
-    ep = Endpointer(vad, cfg or EndpointConfig(end_silence_ms=320, pause_ms=96,
-                                               start_ms=64, preroll_ms=128, min_speech_ms=96))
+    ep = Endpointer(vad, cfg or VadConfig(end_silence_ms=320, pause_ms=96,
+                                          start_ms=64, preroll_ms=128, min_speech_ms=96))
     # frame i carries the value i so the audio in events can be traced back to frames
     audio = np.concatenate([np.full(512, i, np.float32)
                             for i in range(len(probs) + extra_frames)])
@@ -74,7 +75,7 @@ def test_a_single_frame_does_not_start_speech():
 
 
 def test_max_length_cuts_a_long_utterance():
-    cfg = EndpointConfig(max_utterance_s=1.0, start_ms=64, end_silence_ms=300)
+    cfg = VadConfig(max_utterance_s=1.0, start_ms=64, end_silence_ms=300)
     _, events = _run([1] * 100, cfg)
     ends = [e for e in events if isinstance(e, SpeechEnd)]
     assert ends and ends[0].reason == "max_length"
@@ -112,6 +113,6 @@ def test_feeding_in_odd_sizes_gives_the_same_events():
 
 def test_bad_config_is_refused():
     with pytest.raises(ConfigError):
-        EndpointConfig(threshold=0.3, neg_threshold=0.5).validate()
+        Config(vad=VadConfig(threshold=0.3, neg_threshold=0.5)).validate()
     with pytest.raises(ConfigError):
-        EndpointConfig(end_silence_ms=50, pause_ms=96).validate()
+        Config(vad=VadConfig(end_silence_ms=50, pause_ms=96)).validate()

@@ -10,10 +10,10 @@ import pytest
 
 from edge_runtime.audio.playback import VirtualSpeaker
 from edge_runtime.clock import FakeClock
+from edge_runtime.config import Config
 from edge_runtime.types import Intent, Result, Timings
-from edge_runtime.vad import EndpointConfig
 from edge_runtime.voice.session import VoiceSession
-from edge_runtime.voice.stack import VoiceSettings, VoiceStack
+from edge_runtime.voice.stack import VoiceStack
 from tests.pipeline_fakes import make_pipeline
 from tests.voice_fixtures import EnergyVad, FakeAsr, FakeTts, chunks, silence, tone
 
@@ -39,10 +39,11 @@ class SlowPipeline:
                       timings or Timings())
 
 
-def _stack(asr=None, tts=None, **settings):
-    s = VoiceSettings(endpoint=EndpointConfig(end_silence_ms=256, pause_ms=96),
-                      asr_partial_every_s=0.2, **settings)
-    return VoiceStack(s, EnergyVad(), asr or FakeAsr(), tts or FakeTts())
+def _stack(asr=None, tts=None, *, asr_partials=True, barge_in=True):
+    cfg = Config().with_overrides(vad={"end_silence_ms": 256, "pause_ms": 96},
+                                  asr={"partial_every_s": 0.2, "partials": asr_partials},
+                                  voice={"barge_in": barge_in})
+    return VoiceStack(cfg, EnergyVad(), asr or FakeAsr(), tts or FakeTts())
 
 
 async def _feed(session, clock, audio, *, echo_from=None, echo_gain=0.0):

@@ -95,13 +95,10 @@ def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2) -> np.ndarray
     """Logits [S, V] of the built ONNX model for ``ids``, teacher-forced: one prefill call
     when the model outputs every position ("logits": "all"), else token by token through
     the KV cache (a "last"-only model: the decode path the engine runs)."""
-    import onnxruntime as ort
+    from ...onnx_session import build_session
 
     cfg = json.loads((model_dir / "model_config.json").read_text())
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    sess = ort.InferenceSession(str(model_dir / cfg["model_file"]), so,
-                                providers=["CPUExecutionProvider"])
+    sess = build_session(model_dir / cfg["model_file"], threads=threads, what="built LLM")
     layers = range(cfg["num_layers"])
     names = ["logits"] + [f"present.{i}.{k}" for i in layers for k in ("key", "value")]
     past = {f"past_key_values.{i}.{k}": np.zeros((1, cfg["num_key_value_heads"], 0,
