@@ -129,10 +129,17 @@ class Pipeline:
             return self._finish(text, intent, "skill", "none", reason, answer, t0, timings,
                                 "skill")
 
-        prompt = self._prompt(text, session)
+        system = self.cfg.llm.system_prompt
+        # in a conversation, the window of turns that fits is measured in the prompt's
+        # tokens: templated and tokenized now, once; otherwise only after a cache miss
+        prompt = self.conversations.prompt(session, system, text, self.llm.prepare) \
+            if session is not None and self.conversations is not None and self.llm is not None \
+            else None
+        messages = list(prompt) if prompt is not None else \
+            [Message("system", system), Message("user", text)]
         # a follow-up ("and why?") depends on its conversation: never cached
         key = self.s.make_key(intent, spec, text) \
-            if len(prompt.messages) <= 2 and self.cfg.cache.enabled else None
+            if len(messages) <= 2 and self.cfg.cache.enabled else None
         if key is not None:
             hit = await self._timed("cache", timings, self.s.cache.get, key)
             self.metrics.observe_cache("hit" if hit else "miss")
@@ -146,6 +153,9 @@ class Pipeline:
         else:
             self.metrics.observe_cache("skip")
 
+        if prompt is None:          # the local model templates and tokenizes it, once
+            prompt = self.llm.prepare(messages) if self.llm is not None else \
+                Prompt.untemplated(messages)
         job = Job(prompt, self._params(), cancel, sink, t0)
         budget_ms = resolve_budget_ms(self.cfg.scheduler, intent.name, spec_ms=spec.budget_ms,
                                       request_ms=query.budget_ms)
@@ -179,16 +189,6 @@ class Pipeline:
         except BadInputError as exc:     # the skill asks back ("For how long?")
             answer, reason = exc.message, f"{reason}; it needs more: {exc.message}"
         return intent, spec, nlu_s, answer, reason
-
-    def _prompt(self, text: str, session: str | None) -> Prompt:
-        """The request's prompt, templated and tokenized once (by the local model; without
-        one, just the messages, for the cloud)."""
-        system = self.cfg.llm.system_prompt
-        if self.llm is None:
-            return Prompt.untemplated([Message("system", system), Message("user", text)])
-        if session is None or self.conversations is None:
-            return self.llm.prepare([Message("system", system), Message("user", text)])
-        return self.conversations.prompt(session, system, text, self.llm.prepare)
 
     def _llm_stats(self, stats: dict) -> None:
         tps = stats.get("decode_tok_s") or stats.get("decode_tps")

@@ -100,6 +100,8 @@ async def test_one_request_tokenizes_its_prompt_once(model_dir):
     r = await p.ask("why is the sky blue")
     assert r.route == "local" and counter.calls == 1      # was 2: scheduler count + generate
     assert p.s.llm.last_stats["dropped_messages"] == 0
+    counter.calls = 0
+    assert (await p.ask("why is the sky blue")).route == "cache" and counter.calls == 0
 
 
 async def test_a_conversation_turn_tokenizes_its_prompt_once(model_dir):
