@@ -20,8 +20,12 @@ from .clock import SYSTEM_CLOCK, Clock
 from .config import Config
 from .errors import BadInputError, EdgeError, OverloadedError
 from .llm.adapter import AsyncLlm
+from .llm.prompt import Prompt
 from .metrics import Metrics
 from .nlu.base import IntentSpec
+from .query import Query
+from .query import validate_text as validate_text  # (its home was here; callers import it)
+from .scheduler.budget import resolve_budget_ms
 from .scheduler.responders import CloudResponder, HedgedResponder, Job, LocalResponder
 from .scheduler.router import Router
 from .stages import Stages
@@ -47,23 +51,6 @@ class _NullSink:
         pass
 
 
-def validate_text(text: Any, max_chars: int) -> str:
-    """Reject what no stage can use, with a message that says what to send instead."""
-    if isinstance(text, (bytes, bytearray)):
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError:
-            raise BadInputError("text is not valid UTF-8", hint="send UTF-8 text") from None
-    if not isinstance(text, str):
-        raise BadInputError(f"text must be a string, got {type(text).__name__}")
-    if "\x00" in text:
-        raise BadInputError("text contains NUL bytes", hint="send plain text")
-    if not text.strip():
-        raise BadInputError("text is empty", hint="say or type a request")
-    if len(text) > max_chars:
-        raise BadInputError(f"text is {len(text)} characters, more than the {max_chars} "
-                            f"allowed", hint="shorten the request or raise nlu.max_text_chars")
-    return text.strip()
 
 
 class Pipeline:
@@ -91,7 +78,8 @@ class Pipeline:
     async def ask(self, text: Any, *, cancel: CancelToken | None = None,
                   timings: Timings | None = None, budget_ms: float | None = None,
                   sink: AnswerSink | None = None, session: str | None = None) -> Result:
-        """Answer one request. ``budget_ms`` overrides the latency budget for this request;
+        """Answer one request. ``text`` and ``budget_ms`` are validated here, once
+        (``query.Query.build``); ``budget_ms`` overrides the latency budget for this request;
         ``sink`` receives the answer's pieces as they arrive (for streamed speech);
         ``session`` names a multi-turn conversation whose earlier turns the LLM sees."""
         t0 = self.clock.monotonic()
@@ -99,9 +87,10 @@ class Pipeline:
         self.in_flight += 1
         self.metrics.queue_depth.set(self.in_flight)
         try:
-            result = await self._answer(validate_text(text, self.cfg.nlu.max_text_chars),
-                                        t0, timings, cancel or CancelToken(), budget_ms,
-                                        sink or _NullSink(), session)
+            query = Query.build(text, max_chars=self.cfg.nlu.max_text_chars,
+                                budget_ms=budget_ms, session=session)
+            result = await self._answer(query, t0, timings, cancel or CancelToken(),
+                                        sink or _NullSink())
             self.metrics.requests.labels("ok").inc()
             return result
         except EdgeError as exc:
@@ -114,11 +103,11 @@ class Pipeline:
             self.in_flight -= 1
             self.metrics.queue_depth.set(self.in_flight)
 
-    async def _answer(self, text: str, t0: float, timings: Timings,
-                      cancel: CancelToken, budget_ms: float | None,
-                      sink: AnswerSink, session: str | None) -> Result:
+    async def _answer(self, query: Query, t0: float, timings: Timings,
+                      cancel: CancelToken, sink: AnswerSink) -> Result:
+        text, session = query.text, query.session
         # one hop off the loop for understanding and, when a skill answers, its answer
-        intent, spec, nlu_s, answer, reason = await self._run(self._understand, text)
+        intent, spec, nlu_s, answer, reason = await self._run(self._understand, query)
         timings.nlu = nlu_s
         self.metrics.observe_stage("nlu", nlu_s)
         if answer is not None:
@@ -126,7 +115,14 @@ class Pipeline:
             return self._finish(text, intent, "skill", "none", reason, answer, t0, timings,
                                 "skill")
 
-        messages = self._messages(text, session)
+        system = self.cfg.llm.system_prompt
+        # in a conversation, the window of turns that fits is measured in the prompt's
+        # tokens: templated and tokenized now, once; otherwise only after a cache miss
+        prompt = self.conversations.prompt(session, system, text, self.llm.prepare) \
+            if session is not None and self.conversations is not None and self.llm is not None \
+            else None
+        messages = list(prompt) if prompt is not None else \
+            [Message("system", system), Message("user", text)]
         # a follow-up ("and why?") depends on its conversation: never cached
         key = self.s.make_key(intent, spec, text) \
             if len(messages) <= 2 and self.cfg.cache.enabled else None
@@ -143,10 +139,13 @@ class Pipeline:
         else:
             self.metrics.observe_cache("skip")
 
-        tokens = self.llm.prompt_tokens(messages) if self.llm is not None else 0
-        job = Job(messages, self._params(), tokens, cancel, sink, t0)
-        out = await self.router.answer(job, intent.name,
-                                       spec.budget_ms if budget_ms is None else budget_ms)
+        if prompt is None:          # the local model templates and tokenizes it, once
+            prompt = self.llm.prepare(messages) if self.llm is not None else \
+                Prompt.untemplated(messages)
+        job = Job(prompt, self._params(), cancel, sink, t0)
+        budget_ms = resolve_budget_ms(self.cfg.scheduler, intent.name, spec_ms=spec.budget_ms,
+                                      request_ms=query.budget_ms)
+        out = await self.router.answer(job, intent.name, budget_ms)
         if math.isfinite(out.predicted_ttft_s):
             self.metrics.predicted_ttft.set(out.predicted_ttft_s)
         timings.first_token = None if out.first_piece_m is None else out.first_piece_m - t0
@@ -159,11 +158,11 @@ class Pipeline:
         return self._finish(text, intent, out.route, out.device, out.reason, out.answer, t0,
                             timings, out.code)
 
-    def _understand(self, text: str) -> tuple[Intent, IntentSpec, float, str | None, str]:
+    def _understand(self, query: Query) -> tuple[Intent, IntentSpec, float, str | None, str]:
         """NLU, then the skill's answer when a skill handles the intent (on the pool:
         skills are deterministic and quick, so one thread hop serves both)."""
         start = self.clock.monotonic()
-        intent = self.s.understander.parse(text)
+        intent = self.s.understander.parse(query)
         nlu_s = self.clock.monotonic() - start
         spec = self.s.understander.intents.spec(intent.name)
         skill = self.s.skills.get(spec.skill) if spec.skill and self.cfg.skills.enabled \
@@ -172,16 +171,10 @@ class Pipeline:
             return intent, spec, nlu_s, None, ""
         reason = f"skill {spec.skill} handles intent {intent.name}"
         try:
-            answer = skill.handle(intent, text) or ""
+            answer = skill.handle(intent, query.text) or ""
         except BadInputError as exc:     # the skill asks back ("For how long?")
             answer, reason = exc.message, f"{reason}; it needs more: {exc.message}"
         return intent, spec, nlu_s, answer, reason
-
-    def _messages(self, text: str, session: str | None) -> list[Message]:
-        system = self.cfg.llm.system_prompt
-        if session is None or self.conversations is None:
-            return [Message("system", system), Message("user", text)]
-        return self.conversations.messages(session, system, text)
 
     def _llm_stats(self, stats: dict) -> None:
         tps = stats.get("decode_tok_s") or stats.get("decode_tps")

@@ -115,9 +115,10 @@ class Runtime:
                 # prompt's KV, but must not answer from its cache of a repeated prompt
                 msgs = [Message("system", self.cfg.llm.system_prompt),
                         Message("user", f"{_OPENERS[i % len(_OPENERS)]} {text}")]
-                counts.append(engine.prompt_tokens(msgs))
+                prompt = engine.prepare(msgs)        # as a request's: tokenized before
+                counts.append(prompt.tokens)
                 t = clock.monotonic()
-                for _piece in engine.generate(msgs, params):
+                for _piece in engine.generate(prompt, params):
                     break
                 times.append(clock.monotonic() - t)
             samples.append((round(statistics.median(counts[1:])), statistics.median(times[1:])))

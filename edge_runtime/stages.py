@@ -15,6 +15,7 @@ from .cloud_link.base import CloudClient
 from .errors import EdgeError
 from .llm.base import LlmEngine
 from .nlu.base import IntentSet, IntentSpec
+from .query import Query
 from .scheduler import Scheduler
 from .scheduler.scheduler import CloudView
 from .skills.base import Skill
@@ -27,7 +28,7 @@ class Understanding(Protocol):
 
     intents: IntentSet
 
-    def parse(self, text: str) -> Intent: ...
+    def parse(self, text: Query | str) -> Intent: ...
 
 
 class SkillLookup(Protocol):

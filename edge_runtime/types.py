@@ -13,12 +13,16 @@ Device = Literal["cpu", "cuda", "tensorrt", "cloud", "none"]
 class Intent:
     """What the user wants: an intent name, a confidence in 0..1 and normalized slots.
 
-    ``name == "oos"`` means out of scope (an open question for the LLM).
+    ``name == "oos"`` means out of scope (an open question for the LLM). ``text`` is the
+    request's normalized text (``Query.normalized``: the understander sets it), which skills
+    and the answer-cache key read instead of normalizing again; "" for an intent built by
+    hand. It is not part of ``to_dict`` (the answer object has the transcript) nor of the repr.
     """
 
     name: str
     confidence: float
     slots: dict[str, Any] = field(default_factory=dict)
+    text: str = field(default="", repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "confidence": round(float(self.confidence), 4),

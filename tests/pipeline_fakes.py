@@ -4,6 +4,7 @@ from __future__ import annotations
 from edge_runtime.cache.base import CachedAnswer
 from edge_runtime.config import Config, load_config
 from edge_runtime.errors import CloudUnavailableError, ModelMissingError
+from edge_runtime.llm.prompt import Prompt
 from edge_runtime.metrics import Metrics
 from edge_runtime.nlu.base import IntentSet, IntentSpec
 from edge_runtime.pipeline import Pipeline, Stages
@@ -15,8 +16,9 @@ class FakeUnderstander:
     intents = IntentSet({"get_time": IntentSpec("get_time", skill="time"),
                          "oos": IntentSpec("oos", cacheable=True)})
 
-    def parse(self, text):
-        return Intent("get_time", 0.9) if "time" in text else Intent("oos", 0.2)
+    def parse(self, query):
+        return Intent("get_time", 0.9, text=query.normalized) if "time" in query.normalized \
+            else Intent("oos", 0.2, text=query.normalized)
 
 
 class FakeSkill:
@@ -74,6 +76,9 @@ class FakeEngine:
 
     def close(self):
         pass
+
+    def prepare(self, messages):
+        return Prompt.untemplated(messages, self.prompt_tokens(messages))
 
     def generate(self, messages, params, cancel=None):
         self.calls += 1

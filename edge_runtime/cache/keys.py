@@ -19,6 +19,11 @@ The rule (what ``make_key`` returns None for):
    conversation, and a follow-up whose conversation the daemon does not know (expired,
    another daemon) must not get another conversation's answer.
 
+The rules read the request's normalized text (``Intent.text``, normalized once by the
+understander: lower case, NFKC, punctuation and apostrophes removed), so a listed word
+matches in its apostrophe-less spelling too ("im", "todays", "thats"); where that spelling
+is also a word ("ill", "id", "hers") the request counts as not cacheable.
+
 The rule is deliberately conservative: a false "not cacheable" costs one model call, a
 false "cacheable" would speak yesterday's answer. Otherwise the key is built from the
 intent name plus, when the intent declares slots (``IntentSpec.slots``) and some are
@@ -71,11 +76,33 @@ _LEADING = re.compile(r"^" + _SEP + r"(?:" + "|".join(
     re.escape(f) for f in sorted(LEADING_FILLERS, key=len, reverse=True)) + r")\b" + _SEP)
 _TRAILING = re.compile(_SEP + r"\b(?:" + "|".join(
     re.escape(f) for f in sorted(TRAILING_FILLERS, key=len, reverse=True)) + r")" + _SEP + r"$")
-_WORD = re.compile(r"\w+(?:'\w+)*")
+
+
+def _normalized_alternation(phrases: tuple[str, ...]) -> str:
+    forms = sorted({normalize_text(f) for f in phrases}, key=len, reverse=True)
+    return "|".join(re.escape(f) for f in forms)
+
+
+# the same rules on normalized text (``Intent.text``): no punctuation, apostrophes dropped
+_N_PLEASE = re.compile(r"(?:^| )please(?= |$)")
+_N_LEADING = re.compile(r"^(?:" + _normalized_alternation(LEADING_FILLERS) + r")(?: |$)")
+_N_TRAILING = re.compile(r"(?:^| )(?:" + _normalized_alternation(TRAILING_FILLERS) + r")$")
+# normalized word -> the listed word it stands for: the words themselves, their
+# apostrophe-less spellings ("i'm" -> "im") and their "'s" forms ("today's" -> "todays",
+# "this week's"), except where that form is a word of its own ("is", "mines", "hiss")
+_LISTED = sorted(TIME_WORDS | PERSONAL_WORDS | CONTEXT_WORDS)
+_NOT_POSSESSIVE = frozenset({"is", "mines", "hiss", "currents"})
+_WORD_OF: dict[str, str] = {
+    **{w + "s": w for w in _LISTED + [p.split()[-1] for p in TIME_PHRASES]
+       if "'" not in w and w + "s" not in _NOT_POSSESSIVE},
+    **{normalize_text(w): w for w in _LISTED},
+    **{w: w for w in _LISTED},
+}
 
 
 def strip_fillers(text: str) -> str:
-    """``text`` in lower case (NFKC, apostrophes unified) without filler words (rule 4)."""
+    """``text`` in lower case (NFKC, apostrophes unified) without filler words (rule 4);
+    for showing what the rule sees (``make_key`` applies it to the normalized text)."""
     s = _APOSTROPHES.sub("'", unicodedata.normalize("NFKC", text).lower())
     s = " ".join(_PLEASE.sub(" ", s).split())
     for pattern in (_LEADING, _TRAILING):
@@ -87,15 +114,27 @@ def strip_fillers(text: str) -> str:
     return s.strip()
 
 
+def _strip_normalized(normalized: str) -> str:
+    """Rule 4 on normalized text."""
+    s = " ".join(_N_PLEASE.sub(" ", normalized).split())
+    for pattern in (_N_LEADING, _N_TRAILING):
+        while True:
+            shorter = pattern.sub(" ", s, count=1).strip()
+            if shorter == s:
+                break
+            s = shorter
+    return s
+
+
 def uncacheable_reason(text: str) -> str | None:
-    """Why the answer to ``text`` must not be cached (rules 2 and 3), or None.
+    """Why the answer to ``text`` must not be cached (rules 2, 3 and 6), or None.
 
     E.g. ``"time-dependent: 'today'"`` or ``"personal: 'my'"``."""
-    return _reason_for_stripped(strip_fillers(text))
+    return _reason_for_stripped(_strip_normalized(normalize_text(text)))
 
 
 def _reason_for_stripped(stripped: str) -> str | None:
-    words = [w[:-2] if w.endswith("'s") else w for w in _WORD.findall(stripped)]
+    words = [_WORD_OF.get(w, w) for w in stripped.split()]
     for w in words:
         if w in TIME_WORDS:
             return f"time-dependent: {w!r}"
@@ -131,20 +170,21 @@ def normalize_slots(slots: Mapping[str, Any]) -> Any:
 
 def make_key(intent: Intent, spec: IntentSpec, text: str) -> str | None:
     """The cache key for this request, or None when its answer must not be cached (see the
-    module docstring for the rule)."""
+    module docstring for the rule). The rule reads the intent's normalized text
+    (``intent.text``); ``text``, the request as said, only when an intent built by hand has
+    none."""
     if not spec.cacheable or spec.skill is not None:
         return None
-    stripped = strip_fillers(text)
+    stripped = _strip_normalized(intent.text or normalize_text(text))
     if _reason_for_stripped(stripped) is not None:
         return None
     declared = {k: v for k, v in intent.slots.items() if k in spec.slots}
     if declared:
         material: dict[str, Any] = {"intent": intent.name, "slots": normalize_slots(declared)}
     else:
-        normalized = normalize_text(stripped)
-        if not normalized:
+        if not stripped:
             return None
-        material = {"intent": intent.name, "text": normalized}
+        material = {"intent": intent.name, "text": stripped}
     blob = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return f"{KEY_VERSION}:{hashlib.sha256(blob.encode('utf-8')).hexdigest()}"
 

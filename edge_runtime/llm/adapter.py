@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable, Sequence
 
 from ..types import CancelToken, GenerationParams, Message
+from .prompt import Prompt
 
 
 class AsyncLlm:
@@ -29,6 +30,11 @@ class AsyncLlm:
     def device(self) -> str:
         return str(self.engine.device)
 
+    def prepare(self, messages: Sequence[Message]) -> Prompt:
+        """The request's prompt, templated and tokenized once (``LlmEngine.prepare``)."""
+        prompt: Prompt = self.engine.prepare(messages)
+        return prompt
+
     def prompt_tokens(self, messages: Sequence[Message]) -> int:
         return int(self.engine.prompt_tokens(messages))
 
@@ -38,6 +44,8 @@ class AsyncLlm:
 
     async def stream(self, messages: Sequence[Message], params: GenerationParams,
                      cancel: CancelToken, slot: Any = None) -> AsyncIterator[str]:
+        """The engine's pieces for ``messages``: best a prompt from :meth:`prepare`, which
+        the engine does not template or tokenize again."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue(maxsize=params.max_new_tokens + 8)
         done = object()

@@ -5,6 +5,7 @@ from typing import Protocol
 from collections.abc import Iterator, Sequence
 
 from ..types import CancelToken, GenerationParams, Message
+from .prompt import Prompt
 
 
 class LlmEngine(Protocol):
@@ -18,13 +19,18 @@ class LlmEngine(Protocol):
     def providers(self) -> list[str]:
         """The onnxruntime providers in use, as the session reports them."""
 
+    def prepare(self, messages: Sequence[Message]) -> Prompt:
+        """The chat-templated, tokenized prompt, once per request: its ``tokens`` are what
+        the scheduler predicts with, and ``generate(prompt)`` decodes from its ids."""
+
     def prompt_tokens(self, messages: Sequence[Message]) -> int:
-        """Number of tokens the chat-templated prompt takes (for the scheduler)."""
+        """Number of tokens the chat-templated prompt takes (``prepare(messages).tokens``)."""
 
     def generate(self, messages: Sequence[Message], params: GenerationParams,
                  cancel: CancelToken | None = None) -> Iterator[str]:
-        """Yield text pieces as they are decoded; stops on end of turn, sentence cap,
-        token cap or ``cancel`` (checked once per token). Runs in the caller's thread."""
+        """Yield text pieces as they are decoded (from a prepared prompt, or messages it
+        prepares); stops on end of turn, sentence cap, token cap or ``cancel`` (checked
+        once per token). Runs in the caller's thread."""
 
     # -- load, for the scheduler (see edge_runtime.llm.batching) ---------------------------
     @property

@@ -55,6 +55,7 @@ from .control import (DEFAULT_GAINS, MAX_BATCH_LIMIT, PRIOR_PREFILL_PER_TOKEN_S,
                       PRIOR_STEP_PER_ROW_S, PRIOR_STEP_S, BatchController, PidController,
                       PidGains, PrefillTimes, StepTimes)
 from .decode import decode_stream, new_stats
+from .prompt import Prompt, as_prompt
 from .runner import PREFILL_CHUNK
 
 log = logging.getLogger(__name__)
@@ -133,15 +134,20 @@ class BatchingEngine:
     def last_stats(self) -> dict:
         return getattr(self._local, "stats", {})
 
+    def prepare(self, messages: Sequence[Message]) -> Prompt:
+        """The request's prompt, templated and tokenized once (see :mod:`.prompt`)."""
+        return self.engine.prompt.prepare(messages, self.max_len - 1)
+
     def prompt_tokens(self, messages: Sequence[Message]) -> int:
-        return min(len(self.engine.prompt.tokens(messages)), self.max_len - 1)
+        return self.prepare(messages).tokens
 
     def generate(self, messages: Sequence[Message], params: GenerationParams,
                  cancel: CancelToken | None = None) -> Iterator[str]:
         eng = self.engine
+        prompt = as_prompt(eng.prompt, messages, self.max_len - 1)
         max_new = max(1, min(params.max_new_tokens, self.max_len - 1))
         budget = max(self.max_len - max_new, min(self.max_len - 1, self.max_len // 4))
-        ids, dropped = eng.prompt.fit(messages, budget)
+        ids, dropped = eng.prompt.fit_prompt(prompt, budget)
         stats = new_stats(len(ids), self.device)
         stats["dropped_messages"] = dropped
         self._local.stats = stats

@@ -4,6 +4,9 @@
     messages = store.messages(session_id, system_prompt, user_text)   # -> engine.generate
     store.add_answer(session_id, answer_text)
 
+or, so the prompt that was measured is the one generated from (templated and tokenized
+once), ``prompt = store.prompt(session_id, system_prompt, user_text, engine.prepare)``.
+
 The prompt is [system] + the most recent complete turns that fit + the new user message:
 a sliding window over turns (the system prompt always stays, the oldest turns go first).
 Dropped turns can leave a one-line summary (their user questions, shortened) appended to
@@ -22,10 +25,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ConfigError
 from ..types import Message
+from .prompt import Prompt
+
+_T = TypeVar("_T")
 
 log = logging.getLogger(__name__)
 
@@ -80,13 +87,25 @@ class ConversationStore:
     # -- public API --------------------------------------------------------------------------
     def messages(self, session_id: str, system_prompt: str, user_text: str) -> list[Message]:
         """The prompt for ``user_text`` in this session; remembers it until ``add_answer``."""
+        return self._window(session_id, system_prompt, user_text, list, self.count_tokens)
+
+    def prompt(self, session_id: str, system_prompt: str, user_text: str,
+               prepare: Callable[[Sequence[Message]], Prompt]) -> Prompt:
+        """:meth:`messages`, as the prompt ``prepare`` (``engine.prepare``) makes of them and
+        measured by its ``tokens``: the prompt is templated and tokenized once."""
+        return self._window(session_id, system_prompt, user_text, prepare,
+                            lambda p: p.tokens)
+
+    def _window(self, session_id: str, system_prompt: str, user_text: str,
+                make: Callable[[list[Message]], _T], size: Callable[[_T], int]) -> _T:
+        """``make`` of [system] + the most recent turns whose ``size`` fits + ``user_text``."""
         with self._lock:
             s = self._session(session_id)
             s.pending = user_text
             while True:
-                msgs = self._build(s, system_prompt, user_text)
-                if not s.turns or self.count_tokens(msgs) <= self.max_prompt_tokens:
-                    return msgs
+                made = make(self._build(s, system_prompt, user_text))
+                if not s.turns or size(made) <= self.max_prompt_tokens:
+                    return made
                 self._drop_oldest(s)
 
     def add_answer(self, session_id: str, text: str) -> None:

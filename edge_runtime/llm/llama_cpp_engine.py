@@ -21,7 +21,7 @@ from ..errors import ModelLoadError, ModelMissingError
 from ..types import CancelToken, GenerationParams, Message
 from .control import SingleSessionLoad
 from .decode import Vocabulary, decode_stream, new_stats
-from .prompt import ChatPrompt
+from .prompt import ChatPrompt, Prompt, as_prompt
 
 log = logging.getLogger(__name__)
 
@@ -94,15 +94,20 @@ class LlamaCppEngine(SingleSessionLoad):
     def providers(self) -> list[str]:
         return ["llama.cpp"]
 
+    def prepare(self, messages: Sequence[Message]) -> Prompt:
+        """The request's prompt, templated and tokenized once (see :mod:`.prompt`)."""
+        return self.prompt.prepare(messages, self.max_len - 1)
+
     def prompt_tokens(self, messages: Sequence[Message]) -> int:
-        return min(len(self.prompt.tokens(messages)), self.max_len - 1)
+        return self.prepare(messages).tokens
 
     def generate(self, messages: Sequence[Message], params: GenerationParams,
                  cancel: CancelToken | None = None) -> Iterator[str]:
+        prompt = as_prompt(self.prompt, messages, self.max_len - 1)
         with self._running(self._lock):
             max_new = max(1, min(params.max_new_tokens, self.max_len - 1))
-            ids, dropped = self.prompt.fit(messages, max(self.max_len - max_new,
-                                                         self.max_len // 4))
+            ids, dropped = self.prompt.fit_prompt(prompt, max(self.max_len - max_new,
+                                                              self.max_len // 4))
             stats = new_stats(len(ids), self.device)
             stats["dropped_messages"] = dropped
             self.last_stats = stats

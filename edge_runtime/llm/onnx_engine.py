@@ -21,7 +21,7 @@ from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ModelLoadError, ModelMissingError
 from ..types import CancelToken, GenerationParams, Message
 from .control import SingleSessionLoad
-from .prompt import ChatPrompt
+from .prompt import ChatPrompt, Prompt, as_prompt
 from .providers import BUILD_HINT, OpenedSession, open_session, trt_profiles
 from .decode import Vocabulary, decode_stream, new_stats
 from .runner import PREFILL_CHUNK, KvRunner
@@ -92,15 +92,21 @@ class OnnxLlmEngine(SingleSessionLoad):
     def providers(self) -> list[str]:
         return list(self._runner.opened.providers)
 
+    def prepare(self, messages: Sequence[Message]) -> Prompt:
+        """The request's prompt, templated and tokenized once (see :mod:`.prompt`)."""
+        return self.prompt.prepare(messages, self.max_len - 1)
+
     def prompt_tokens(self, messages: Sequence[Message]) -> int:
         """Tokens the templated prompt takes, capped at the context (longer ones get trimmed)."""
-        return min(len(self.prompt.tokens(messages)), self.max_len - 1)
+        return self.prepare(messages).tokens
 
     def generate(self, messages: Sequence[Message], params: GenerationParams,
                  cancel: CancelToken | None = None) -> Iterator[str]:
-        """Yield text pieces; see the class docstring for threading and ``last_stats``."""
+        """Yield text pieces for a prepared prompt (or messages, prepared here); see the
+        class docstring for threading and ``last_stats``."""
+        prompt = as_prompt(self.prompt, messages, self.max_len - 1)
         with self._running(self._lock):
-            yield from self._generate(messages, params, cancel)
+            yield from self._generate(prompt, params, cancel)
 
     # -- internals -------------------------------------------------------------------------
     def _open(self, names: list[str]) -> KvRunner:
@@ -164,11 +170,11 @@ class OnnxLlmEngine(SingleSessionLoad):
                 self._runner.reset()
                 ids = history
 
-    def _generate(self, messages: Sequence[Message], params: GenerationParams,
+    def _generate(self, prompt: Prompt, params: GenerationParams,
                   cancel: CancelToken | None) -> Iterator[str]:
         max_new = max(1, min(params.max_new_tokens, self.max_len - 1))
         budget = max(self.max_len - max_new, min(self.max_len - 1, self.max_len // 4))
-        ids, dropped = self.prompt.fit(messages, budget)
+        ids, dropped = self.prompt.fit_prompt(prompt, budget)
         stats = new_stats(len(ids), self.device)
         stats["dropped_messages"] = dropped
         self.last_stats = stats

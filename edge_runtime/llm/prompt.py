@@ -1,9 +1,18 @@
 """Render the model's own chat template (Jinja, from model_config.json) and fit it to the
-context window: keep the system prompt, drop the oldest turns, then truncate."""
+context window: keep the system prompt, drop the oldest turns, then truncate.
+
+A request's prompt is templated and tokenized once: the engine's ``prepare(messages)``
+(:meth:`ChatPrompt.prepare`) returns a :class:`Prompt` (the messages, the templated text, its
+token ids and the count the scheduler predicts with), which the conversation store measures,
+the scheduler reads, the local engine decodes from (``generate(prompt, ...)`` fits it to the
+context without tokenizing again when it fits) and the cloud gets the messages of.
+"""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import overload
 
 from ..errors import ModelLoadError
 from ..types import Message
@@ -14,6 +23,54 @@ FALLBACK_TEMPLATE = (  # ChatML, used when the GGUF carried no template
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
     "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+
+
+@dataclass(frozen=True)
+class Prompt(Sequence[Message]):
+    """One request's prompt, templated and tokenized once (by ``chat``, the engine's).
+
+    ``ids``: the whole templated prompt's token ids (before any fitting to the context);
+    ``tokens``: what the scheduler predicts with (``len(ids)`` capped at what the engine can
+    prefill: the engine's ``prompt_tokens``). A prompt built without a local model
+    (:meth:`untemplated`) has no ids and 0 tokens: only its messages travel (to the cloud).
+
+    A prompt is also the sequence of its messages (``len``, iteration, indexing), so it goes
+    wherever messages go (``generate``, the cloud client); an engine that prepared it
+    decodes from its ids.
+    """
+
+    messages: tuple[Message, ...] = field(repr=False)
+    text: str = field(default="", repr=False)
+    ids: tuple[int, ...] = field(default=(), repr=False)
+    tokens: int = 0
+    chat: ChatPrompt | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def untemplated(cls, messages: Sequence[Message], tokens: int = 0) -> Prompt:
+        return cls(tuple(messages), tokens=tokens)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.messages)
+
+    @overload
+    def __getitem__(self, i: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Message, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Message | tuple[Message, ...]:
+        return self.messages[i]
+
+
+def as_prompt(chat: ChatPrompt, prompt: Sequence[Message], cap: int) -> Prompt:
+    """``prompt`` when ``chat`` built it, else ``chat.prepare`` of its messages (plain
+    messages from a direct caller, or a prompt another engine's template built)."""
+    if isinstance(prompt, Prompt):
+        return prompt if prompt.chat is chat else chat.prepare(prompt.messages, cap)
+    return chat.prepare(prompt, cap)
 
 
 class ChatPrompt:
@@ -44,15 +101,31 @@ class ChatPrompt:
     def tokens(self, messages: Sequence[Message]) -> list[int]:
         return self._bos + self._encode(self.render(messages))
 
-    def fit(self, messages: Sequence[Message], max_tokens: int) -> tuple[list[int], int]:
+    def prepare(self, messages: Sequence[Message], cap: int) -> Prompt:
+        """Template and tokenize ``messages`` once; ``cap``: the most tokens the engine
+        prefills (``Prompt.tokens`` is at most that)."""
+        text = self.render(messages)
+        ids = tuple(self._bos + self._encode(text))
+        return Prompt(tuple(messages), text, ids, min(len(ids), cap), self)
+
+    def fit_prompt(self, prompt: Prompt, max_tokens: int) -> tuple[list[int], int]:
+        """:meth:`fit` for a prompt this template prepared: its ids as they are when they
+        fit (no tokenizing again), else fitted from its messages."""
+        if prompt.chat is not self:
+            return self.fit(prompt.messages, max_tokens)
+        return self.fit(prompt.messages, max_tokens, ids=list(prompt.ids))
+
+    def fit(self, messages: Sequence[Message], max_tokens: int,
+            ids: list[int] | None = None) -> tuple[list[int], int]:
         """Prompt ids of at most ``max_tokens``; returns (ids, number of messages dropped).
+        ``ids``: ``tokens(messages)`` when the caller has them already.
 
         Order of sacrifice: oldest non-system turns (the last message always stays), then
         the start of the last message's content, then a hard cut keeping the prompt's end.
         """
         max_tokens = max(1, max_tokens)
         msgs = list(messages)
-        ids = self.tokens(msgs)
+        ids = self.tokens(msgs) if ids is None else ids
         dropped = 0
         system = [m for m in msgs[:1] if m.role == "system"]
         turns = msgs[len(system):]

@@ -1,6 +1,7 @@
 """Understander: text -> ``Intent`` (name, confidence, normalized slots), with abstain.
 
-Steps: validate (``BadInputError`` for empty or too-long text) -> ``normalize_text`` ->
+Steps: validate (``BadInputError`` for empty or too-long text) -> ``normalize_text`` (both
+done once, by ``query.Query.build``: a ``Query`` is parsed as it is) ->
 tokens with merged numbers -> abstain when the text has no letters or too few words the
 assistant knows (other languages, noise) -> classifier -> abstain below ``oos_threshold``
 -> slots for the chosen intent -> abstain when an intent's ``abstain_without`` slots are
@@ -35,6 +36,7 @@ from rapidfuzz.distance import Levenshtein
 
 from ..config import NluConfig
 from ..errors import BadInputError
+from ..query import Query
 from ..types import Intent
 from .base import OOS, IntentSet
 from .classifier import LinearIntentClassifier, TrainSettings
@@ -232,25 +234,24 @@ class Understander:
             return OOS, 1.0 - skill_p
         return labels[top], float(probs[top])
 
-    def parse(self, text: str) -> Intent:
-        """Understand one utterance; ``BadInputError`` for empty or over-long text."""
-        if not isinstance(text, str):
-            raise BadInputError(f"the request text must be a string, not {type(text).__name__}")
-        if not text.strip():
-            raise BadInputError("the request is empty", hint="say or type a question or a command")
-        if len(text) > self.max_text_chars:
-            raise BadInputError(f"the request is {len(text)} characters long; the limit is "
-                                f"{self.max_text_chars} (nlu.max_text_chars)",
-                                hint="shorten the request or raise nlu.max_text_chars")
-        normalized = normalize_text(text)
+    def parse(self, text: str | Query) -> Intent:
+        """Understand one utterance. A :class:`~edge_runtime.query.Query` was validated and
+        normalized when it was built; plain text is checked here (``BadInputError`` for text
+        that is not a string, empty or over-long: ``query.validate_text``) and normalized.
+        The intent carries the normalized text (``Intent.text``)."""
+        if not isinstance(text, Query):
+            if not isinstance(text, str):
+                raise BadInputError(f"text must be a string, got {type(text).__name__}")
+            text = Query.build(text, max_chars=self.max_text_chars)
+        raw, normalized = text.text, text.normalized
         tokens = tokenize(normalized)
         found = self.extractor.extract_tokens(normalized, tokens) if has_letters(normalized) else {}
         name, confidence = self._classify(normalized, tokens, found)
         hass_slots: dict[str, Any] = {}
         if self._hass is not None and has_letters(normalized):
-            name, hass_slots = self._hass.parse(name, confidence, text)
+            name, hass_slots = self._hass.parse(name, confidence, raw)
         if name == OOS:
-            return Intent(OOS, confidence, {})
+            return Intent(OOS, confidence, {}, normalized)
         if self._hass is not None:
             name, hass_slots = bridge(name, hass_slots)
         spec = self.intents.spec(name)
@@ -258,5 +259,5 @@ class Understander:
         slots.update(hass_slots)
         if spec.abstain_without and not any(s in slots for s in spec.abstain_without):
             log.debug("intent %s abstains: none of %s found", name, spec.abstain_without)
-            return Intent(OOS, 1.0 - confidence, {})
-        return Intent(name, confidence, slots)
+            return Intent(OOS, 1.0 - confidence, {}, normalized)
+        return Intent(name, confidence, slots, normalized)

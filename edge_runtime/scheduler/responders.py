@@ -18,6 +18,7 @@ from typing import Any, AsyncIterator, Callable, Protocol, Sequence
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..cloud_link.hedge import hedged_answer
+from ..llm.prompt import Prompt
 from ..types import CancelToken, GenerationParams, Message
 from .local_queue import RESERVED, LocalSlot
 from .scheduler import Plan, Scheduler
@@ -31,14 +32,23 @@ class Sink(Protocol):
 
 @dataclass
 class Job:
-    """One LLM request: what to answer and where the pieces go."""
+    """One LLM request: what to answer and where the pieces go. ``prompt`` was templated
+    and tokenized once: the scheduler reads its ``tokens``, the local model decodes from it
+    and the cloud gets its messages."""
 
-    messages: Sequence[Message]
+    prompt: Prompt
     params: GenerationParams
-    prompt_tokens: int
     cancel: CancelToken
     sink: Sink
     t0: float                       # clock.monotonic() when the request arrived
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        return self.prompt.messages
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.prompt.tokens
 
 
 @dataclass(frozen=True)
@@ -88,7 +98,7 @@ class LocalResponder:
         first_m: float | None = None
         slots = [plan.slot] if plan.slot is not None else []
         try:
-            async with contextlib.aclosing(self.llm.stream(job.messages, job.params, job.cancel,
+            async with contextlib.aclosing(self.llm.stream(job.prompt, job.params, job.cancel,
                                                            plan.slot)) as stream:
                 async for piece in stream:
                     if first_m is None:
@@ -137,7 +147,7 @@ class CloudResponder:
                     self.scheduler.local.reserve(job.prompt_tokens, forced=True)
                 if slot not in slots:
                     slots.append(slot)
-                return local.stream(job.messages, job.params, token, slot)
+                return local.stream(job.prompt, job.params, token, slot)
 
         async def cloud_stream() -> AsyncIterator[str]:
             stream = self.cloud.stream(job.messages, job.params, self.deadline_s)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..config import SchedulerConfig
+from .budget import resolve_budget_ms
 from .local_queue import LocalForecast, LocalQueue, LocalRates, LocalSlot
 from .predictor import TtftPredictor
 
@@ -99,9 +100,9 @@ class Scheduler:
         self.local.rates = rates
 
     def budget_s(self, intent: str, override_ms: float | None = None) -> float:
-        ms = override_ms if override_ms is not None else \
-            self.cfg.intent_budgets_ms.get(intent, self.cfg.budget_ms)
-        return ms / 1000.0
+        """The budget in seconds: ``override_ms`` (the pipeline passes the budget it resolved)
+        else the configured one for ``intent`` (:func:`~.budget.resolve_budget_ms`)."""
+        return resolve_budget_ms(self.cfg, intent, request_ms=override_ms) / 1000.0
 
     # -- the decision --------------------------------------------------------------------
     def plan(self, prompt_tokens: int, intent: str, *, cloud: CloudView | None,

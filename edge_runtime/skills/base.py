@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..errors import BadInputError, ConfigError
+from ..nlu.text import normalize_text
 from ..types import Intent
 
 
@@ -11,7 +12,8 @@ class Skill(Protocol):
     name: str
 
     def handle(self, intent: Intent, text: str) -> str:
-        """Answer the request in one short spoken sentence.
+        """Answer the request in one short spoken sentence. ``text`` is the request as said;
+        a skill that reads the words uses :func:`words` (the intent's normalized text).
 
         Raise ``BadInputError`` (with a message a user can act on) when the slots
         cannot be used, e.g. "I could not find a number to set the timer for".
@@ -27,3 +29,9 @@ class SkillInputError(BadInputError):
 
 class SkillConfigError(ConfigError):
     """A skills setting (e.g. ``skills.timezone``) is unusable."""
+
+
+def words(intent: Intent, text: str) -> str:
+    """The request's normalized text: the one the understander computed (``intent.text``),
+    or, for an intent built by hand without it, ``normalize_text(text)``."""
+    return intent.text or normalize_text(text)

@@ -6,8 +6,8 @@ import datetime as dt
 from typing import Callable
 
 from ..clock import Clock
-from ..nlu.text import normalize_text
 from ..types import Intent
+from .base import words as words_of
 from .datetime_skills import now_in, resolve_zone
 from .speech import join_words
 
@@ -20,7 +20,7 @@ class GreetingSkill:
         self.zone: dt.tzinfo | None = resolve_zone(timezone)
 
     def handle(self, intent: Intent, text: str) -> str:
-        words = normalize_text(text)
+        words = words_of(intent, text)
         if any(p in words for p in ("how are you", "how is it going", "hows it going", "how ya",
                                     "how have you been", "how are things", "how do you do")):
             return "I'm doing well, thanks for asking. How can I help?"
@@ -33,7 +33,7 @@ class GoodbyeSkill:
     name = "goodbye"
 
     def handle(self, intent: Intent, text: str) -> str:
-        words = normalize_text(text)
+        words = words_of(intent, text)
         if "night" in words or "bed" in words or "sleep" in words:
             return "Good night!"
         return "Goodbye! Talk to you soon."

@@ -10,9 +10,9 @@ import zoneinfo
 from typing import Any, Callable
 
 from ..clock import Clock
-from ..nlu.text import normalize_text
 from ..types import Intent
 from .base import SkillConfigError, SkillInputError
+from .base import words as words_of
 
 _CITY_ALIASES = {
     "san francisco": "America/Los_Angeles", "seattle": "America/Los_Angeles",
@@ -75,8 +75,8 @@ class TimeSkill:
         self.clock = clock
         self.zone = resolve_zone(timezone)
 
-    def _place(self, text: str) -> tuple[str, dt.tzinfo] | None:
-        words = normalize_text(text).split()
+    def _place(self, normalized: str) -> tuple[str, dt.tzinfo] | None:
+        words = normalized.split()
         if "in" not in words:
             return None
         words = words[len(words) - words[::-1].index("in"):]
@@ -93,7 +93,7 @@ class TimeSkill:
                               "big city, for example: what time is it in Tokyo.")
 
     def handle(self, intent: Intent, text: str) -> str:
-        place = self._place(text)
+        place = self._place(words_of(intent, text))
         if place is None:
             return f"It's {say_clock(now_in(self.clock, self.zone))}."
         city, zone = place
@@ -121,7 +121,7 @@ class DateSkill:
     def handle(self, intent: Intent, text: str) -> str:
         today = now_in(self.clock, self.zone).date()
         date: dict[str, Any] | None = intent.slots.get("date")
-        words = set(normalize_text(text).split())
+        words = set(words_of(intent, text).split())
         if not date:
             if "year" in words and "month" not in words:
                 return f"It's {today.year}."
