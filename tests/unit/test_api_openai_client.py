@@ -221,3 +221,23 @@ async def test_a_client_gone_mid_stream_cancels_its_answer_and_the_daemon_serves
     finally:
         engine.gate.set()
         await c.close()
+
+
+async def test_over_budget_the_cloud_answers_and_the_extension_says_why():
+    from tests.pipeline_fakes import FakeCloud
+    c = await start_client(cloud=FakeCloud(), budget_ms=1)
+    try:
+        oa = _oa(c)
+        out = await oa.chat.completions.create(model="edge-runtime",
+                                               messages=_user("why is the sky blue"))
+        ext = out.model_extra["edge_runtime"]
+        assert out.choices[0].message.content == "From cloud."
+        assert ext["route"] == "cloud" and ext["device"] == "cloud"
+        assert "> 1 ms budget" in ext["reason"]
+        stream = await oa.chat.completions.create(model="edge-runtime", stream=True,
+                                                  messages=_user("how do rainbows form"))
+        chunks = [ch async for ch in stream]
+        assert "".join(ch.choices[0].delta.content or "" for ch in chunks) == "From cloud."
+        assert chunks[-1].model_extra["edge_runtime"]["route"] == "cloud"
+    finally:
+        await c.close()
