@@ -21,7 +21,7 @@ from aiohttp import web
 
 from ..errors import EdgeError
 from .http_stream import LazyResponse
-from .streaming import RESET, AnswerStream
+from .streaming import AnswerStream, Piece
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +40,8 @@ async def stream_ask(request: web.Request, pipeline: Any, text: Any, *,
             async with AnswerStream(pipeline, text, budget_ms=budget_ms, session=session,
                                     clock=pipeline.clock) as stream:
                 async for event in stream:
-                    await out.write(_line({"type": "reset"} if event is RESET else
-                                          {"type": "piece", "text": event.text}))
+                    await out.write(_line({"type": "piece", "text": event.text}
+                                          if isinstance(event, Piece) else {"type": "reset"}))
             await out.write(_line({"type": "answer", **stream.result.to_dict()}))
         except EdgeError as exc:
             if not out.started:

@@ -25,20 +25,21 @@ from typing import Any
 from aiohttp import web
 
 from ..errors import EdgeError, OverloadedError
+from ..runtime import Runtime
 from ..types import Result
 from .http_stream import LazyResponse
 from .openai_request import ChatRequest, ChatRequestError, parse_chat_request
-from .streaming import RESET, AnswerStream
+from .streaming import AnswerStream, Piece
 
 log = logging.getLogger(__name__)
 
 MODEL_ID = "edge-runtime"
 PATHS = ("/v1/chat/completions", "/v1/models")
-_RUNTIME = web.AppKey("openai_runtime", object)
+_RUNTIME = web.AppKey("openai_runtime", Runtime)
 _CREATED = web.AppKey("openai_created", int)
 
 
-def add_openai_routes(app: web.Application, runtime: Any) -> None:
+def add_openai_routes(app: web.Application, runtime: Runtime) -> None:
     app[_RUNTIME] = runtime
     app[_CREATED] = int(runtime.pipeline.clock.time())
     app.router.add_post("/v1/chat/completions", chat_completions)
@@ -116,7 +117,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         return web.json_response(error_body("internal error; see the daemon log",
                                             type_="server_error", code="internal"), status=500)
     finally:
-        if session is not None:
+        if session is not None and rt.pipeline.conversations is not None:
             rt.pipeline.conversations.forget(session)
 
 
@@ -203,7 +204,7 @@ async def _stream(request: web.Request, pipeline: Any, req: ChatRequest,
             async with AnswerStream(pipeline, req.text, session=session,
                                     clock=clock) as stream:
                 async for event in stream:
-                    if event is RESET:       # a cloud answer failed midway: see README
+                    if not isinstance(event, Piece):   # RESET: a cloud answer broke off
                         await out.write(chunks.event({}, edge_runtime={"reset": True}))
                         continue
                     await out.write(chunks.content(event.text))
