@@ -12,7 +12,8 @@ such a sink: it runs ``pipeline.ask`` as a task and yields what the sink receive
 arrive while the consumer is still writing the previous one are joined into one piece (the
 buffer never holds more than the answer the pipeline keeps anyway). A pipeline error is raised
 by the iteration after the pieces that came before it. Leaving the ``async with`` early (the
-client went away) cancels the request: the model stops within a token.
+client went away) cancels the request: the local model stops within a token, a cloud
+request is closed.
 """
 from __future__ import annotations
 
@@ -112,14 +113,11 @@ class AnswerStream:
         task = self._task
         if task is None:
             return
-        early = not task.done()
-        if early:
-            self.cancel_token.cancel()               # the consumer left: stop decoding
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        except Exception as exc:                     # raised to the consumer already, or moot
-            if early:
-                log.debug("abandoned answer ended with %s", type(exc).__name__)
+        if not task.done():              # the consumer left early (the client went away):
+            self.cancel_token.cancel()   # the local model stops within a token, and the
+            task.cancel()                # cloud request is closed (the gateway is told)
+            await asyncio.wait({task})   # (raises only if this handler is cancelled itself)
+            if not task.cancelled() and task.exception() is not None:
+                log.debug("abandoned answer ended with %s", type(task.exception()).__name__)
+        elif not task.cancelled():
+            task.exception()             # retrieved: raised to the consumer already

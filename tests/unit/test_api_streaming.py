@@ -69,3 +69,22 @@ async def test_result_before_the_end_is_a_clear_error():
         with pytest.raises(RuntimeError, match="not finished"):
             _ = stream.result
         [e async for e in stream]
+
+
+async def test_leaving_early_closes_a_cloud_answer_still_streaming():
+    class EndlessCloud(FakeCloud):
+        closed = False
+
+        async def stream(self, messages, params, deadline_s):
+            try:
+                yield "From "
+                await asyncio.Event().wait()        # never sends the rest
+            finally:
+                EndlessCloud.closed = True
+
+    p = make_pipeline(budget_ms=1, cloud=EndlessCloud())
+    async with AnswerStream(p, "why is the sky blue") as stream:
+        async for event in stream:
+            assert event == Piece("From ")
+            break                                   # the client went away
+    assert EndlessCloud.closed and p.in_flight == 0
