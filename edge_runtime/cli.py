@@ -75,10 +75,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
         raise BadInputError("give either TEXT or --wav FILE",
                             hint="edge-runtime ask 'what time is it'")
     cfg = _load(args, one_shot=True)
+    if args.stream and not args.url:
+        raise BadInputError("--stream reads a running daemon's stream: add --url URL")
     if args.url:
         if args.wav or args.speak:
             raise BadInputError("--wav/--speak run in process; drop --url (or POST the WAV "
                                 "to /v1/audio)")
+        if args.stream if args.stream is not None else not args.json:
+            from .api.client import print_stream
+            print_stream(args.url, args.text, cfg.server.token, args.budget_ms,
+                         as_json=args.json)
+            return 0
         obj = _ask_remote(args.url, args.text, cfg.server.token, args.budget_ms)
     else:
         obj = asyncio.run(_ask_local(cfg, args))
@@ -237,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the answer object as JSON")
     s.add_argument("--url", help="ask a running daemon instead, e.g. http://127.0.0.1:8080")
     s.add_argument("--budget-ms", type=float, help="latency budget for this request")
+    s.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --url: print the answer as it is generated (default without "
+                        "--json; with --json, every stream event as one JSON line)")
     s.add_argument("--wav", help="a WAV file to transcribe and answer")
     s.add_argument("--speak", metavar="OUT.wav", help="write the spoken answer to this WAV")
     s.set_defaults(fn=cmd_ask)

@@ -1,6 +1,8 @@
 """`edge-runtime serve`: one process, asyncio, HTTP API on loopback by default.
 
-POST /v1/ask  {"text": "..."}   -> the answer object (DESIGN.md "Contracts")
+POST /v1/ask  {"text": "..."}   -> the answer object (DESIGN.md "Contracts");
+              with "stream": true, NDJSON pieces then that object (api/ask_stream.py)
+POST /v1/chat/completions, GET /v1/models -> the OpenAI-compatible API (api/openai_compat.py)
 GET  /healthz                   -> {"status": "ok" | "degraded", ...}
 GET  /metrics                   -> Prometheus text format
 """
@@ -19,6 +21,7 @@ from aiohttp import web
 from . import systemd as systemd_notify
 from .config import Config
 from .errors import BadInputError, EdgeError, OverloadedError
+from .api import openai_compat
 from .runtime import Runtime
 from .types import CancelToken
 
@@ -35,14 +38,22 @@ def _error(exc: EdgeError) -> web.Response:
     return web.json_response({"error": exc.to_dict()}, status=exc.http_status, headers=headers)
 
 
+def token_ok(request: web.Request) -> bool:
+    """The API's one token rule: with ``server.token`` set, every route but /healthz needs
+    ``Authorization: Bearer <token>``."""
+    token = request.app[RUNTIME_KEY].cfg.server.token
+    if not token or request.path == "/healthz":
+        return True
+    given = request.headers.get("Authorization", "")
+    return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+
+
 @web.middleware
 async def auth_and_errors(request: web.Request, handler):
-    rt = request.app[RUNTIME_KEY]
-    token = rt.cfg.server.token
-    if token and request.path != "/healthz":
-        given = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-            return web.json_response({"error": {"code": "unauthorized", "message":
+    if not token_ok(request):
+        if openai_compat.owns(request.path):
+            return openai_compat.unauthorized()
+        return web.json_response({"error": {"code": "unauthorized", "message":
                                       "missing or wrong bearer token", "stage": "api",
                                       "hint": "send Authorization: Bearer <server.token>",
                                       "retryable": False}}, status=401)
@@ -59,7 +70,7 @@ async def auth_and_errors(request: web.Request, handler):
                                   "retryable": True}}, status=500)
 
 
-async def ask(request: web.Request) -> web.Response:
+async def ask(request: web.Request) -> web.StreamResponse:
     rt = request.app[RUNTIME_KEY]
     body = await _read_body(request, rt.cfg.server.max_body_bytes)
     try:
@@ -80,6 +91,13 @@ async def ask(request: web.Request) -> web.Response:
     session = payload.get("session")
     if session is not None and (not isinstance(session, str) or not 0 < len(session) <= 128):
         raise BadInputError('"session" must be a string of 1..128 characters')
+    stream = payload.get("stream", False)
+    if not isinstance(stream, bool):
+        raise BadInputError('"stream" must be true or false')
+    if stream:
+        from .api.ask_stream import stream_ask
+        return await stream_ask(request, rt.pipeline, payload["text"], budget_ms=budget,
+                                session=session)
     cancel = CancelToken()
     try:
         result = await rt.pipeline.ask(payload["text"], cancel=cancel, budget_ms=budget,
@@ -140,6 +158,7 @@ def make_app(rt: Runtime, *, voice: bool | None = None) -> web.Application:
     app.router.add_get("/v1/announcements", announcements)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
+    openai_compat.add_openai_routes(app, rt)
     if rt.cfg.voice.enabled if voice is None else voice:
         from .voice.api import add_voice_routes
         add_voice_routes(app, rt)

@@ -120,6 +120,16 @@ class ConversationStore:
             while len(s.turns) > self.max_turns:
                 self._drop_oldest(s)
 
+    def seed(self, session_id: str, turns: Sequence[tuple[str, str]]) -> None:
+        """Start ``session_id`` afresh from (user, assistant) turns a client kept itself
+        (an OpenAI-style request carries its whole history); the usual limits apply."""
+        with self._lock:
+            s = self._session(session_id)
+            s.turns = [Turn(user, assistant) for user, assistant in turns]
+            s.dropped, s.pending = [], None
+            while len(s.turns) > self.max_turns:
+                self._drop_oldest(s)
+
     def turns(self, session_id: str) -> list[Turn]:
         with self._lock:
             s = self._sessions.get(session_id)

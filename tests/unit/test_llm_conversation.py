@@ -87,3 +87,16 @@ def test_sessions_expire_and_are_bounded():
 def test_bad_limits_are_rejected():
     with pytest.raises(ConfigError):
         ConversationStore(words, max_prompt_tokens=0)
+
+
+def test_a_seeded_session_starts_from_the_clients_turns_within_the_limits():
+    store = ConversationStore(words, max_turns=2, summary_turns=1, clock=FakeClock())
+    store.messages("s", "sys", "old question")
+    store.seed("s", [("one", "1"), ("two", "2"), ("three", "3")])
+    assert store.turns("s") == [Turn("two", "2"), Turn("three", "3")]
+    msgs = store.messages("s", "sys", "four")
+    assert [m.content for m in msgs[1:]] == ["two", "2", "three", "3", "four"]
+    assert msgs[0].content == "sys" + SUMMARY_PREFIX + "one."
+    store.add_answer("s", "4")
+    store.forget("s")
+    assert store.turns("s") == []

@@ -1,0 +1,57 @@
+"""``POST /v1/ask`` with ``"stream": true``: the answer as NDJSON, one JSON object a line.
+
+    {"type": "piece", "text": "Light "}
+    {"type": "piece", "text": "scatters."}
+    {"type": "answer", "transcript": ..., "route": ..., "answer": ..., "timings_ms": ...}
+
+Pieces come as the answer is generated (a skill's or a cache hit's answer is one piece); the
+last line is the answer object of the non-streaming call, with ``"type": "answer"`` added.
+``{"type": "reset"}`` means the pieces so far are void (a cloud answer failed midway; the
+local model answers from the start). An error before the first piece is an ordinary HTTP
+error; after it, the last line is ``{"type": "error", "error": {code, message, hint, ...}}``.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from ..errors import EdgeError
+from .http_stream import LazyResponse
+from .streaming import AnswerStream, Piece
+
+log = logging.getLogger(__name__)
+
+CONTENT_TYPE = "application/x-ndjson"
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+async def stream_ask(request: web.Request, pipeline: Any, text: Any, *,
+                     budget_ms: float | None, session: str | None) -> web.StreamResponse:
+    out = LazyResponse(request, CONTENT_TYPE)
+    try:
+        try:
+            async with AnswerStream(pipeline, text, budget_ms=budget_ms, session=session,
+                                    clock=pipeline.clock) as stream:
+                async for event in stream:
+                    await out.write(_line({"type": "piece", "text": event.text}
+                                          if isinstance(event, Piece) else {"type": "reset"}))
+            await out.write(_line({"type": "answer", **stream.result.to_dict()}))
+        except EdgeError as exc:
+            if not out.started:
+                raise                        # nothing sent yet: the HTTP status says it
+            log.info("streamed answer failed midway: %s", exc.one_line())
+            await out.write(_line({"type": "error", "error": exc.to_dict()}))
+        return await out.finish()
+    except ConnectionError:
+        log.info("a /v1/ask stream client went away; its answer was cancelled")
+        return out.response
+    except asyncio.CancelledError:           # the server cancels handlers of gone clients
+        log.info("a /v1/ask stream client went away; its answer was cancelled")
+        raise
