@@ -218,6 +218,8 @@ class _Builder:
         p = f"blk.{i}"
         xn, x = self.rms(x, branch, f"{p}.attn_norm.weight")
         sizes = [hp.n_heads * hp.head_dim] + [hp.n_kv_heads * hp.head_dim] * 2
+        packed: str | None
+        parts: list[str] | None
         if spec.fused_qkv:
             packed, parts = self.linear(xn, self.weight(f"{p}.attn_qkv.weight"),
                                         f"{p}.attn_qkv", self.acc), None
@@ -226,7 +228,7 @@ class _Builder:
             packed, parts = self.project(xn, [f"{p}.attn_{n}.weight" for n in "qkv"],
                                          f"{p}.attn_qkv", biases)
         if spec.qk_norm:
-            q, k, v = parts or self.split(packed, sizes)  # type: ignore[arg-type]
+            q, k, v = parts or self.split(str(packed), sizes)
             q = self.head_norm(q, f"{p}.attn_q_norm.weight", hp.n_heads)
             k = self.head_norm(k, f"{p}.attn_k_norm.weight", hp.n_kv_heads)
             qkv_in = [q, k, v]
@@ -254,9 +256,9 @@ class _Builder:
             gu = self.linear(hn, self.weight(f"{p}.ffn_up.weight"), f"{p}.ffn_gate_up", self.acc)
             gate, up = self.split(gu, [hp.ffn, hp.ffn])
         else:
-            gu, parts = self.project(hn, [f"{p}.ffn_gate.weight", f"{p}.ffn_up.weight"],
-                                     f"{p}.ffn_gate_up")
-            gate, up = parts or self.split(gu, [hp.ffn, hp.ffn])  # type: ignore[arg-type]
+            fused, parts = self.project(hn, [f"{p}.ffn_gate.weight", f"{p}.ffn_up.weight"],
+                                        f"{p}.ffn_gate_up")
+            gate, up = parts or self.split(str(fused), [hp.ffn, hp.ffn])
         if spec.activation == "gelu_tanh":
             (act,) = g.op("FastGelu", [gate], domain="com.microsoft")
         else:

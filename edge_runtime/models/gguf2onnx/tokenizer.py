@@ -90,15 +90,15 @@ def spm_reference_ids(text: str, model: GgufModel, vocab: dict[str, int]) -> lis
 def _build_spm(model: GgufModel):
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
 
-    vocab = {}
+    vocab: dict[str, int] = {}
     for i, t in enumerate(model.tokens):
         vocab.setdefault(t, i)
     unk = next((t for i, t in enumerate(model.tokens) if model.token_types
                 and model.token_types[i] == 2), None)
     tok = Tokenizer(models.BPE(vocab=vocab, merges=spm_merges(model), unk_token=unk,
                                fuse_unk=True, byte_fallback=True))
-    norms = [normalizers.Replace(" ", SPACE)]
-    dec = [decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse()]
+    norms: list = [normalizers.Replace(" ", SPACE)]
+    dec: list = [decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse()]
     if model.metadata.get("add_space_prefix"):
         norms.insert(0, normalizers.Prepend(SPACE))
         dec.append(decoders.Strip(" ", 1, 0))
