@@ -85,7 +85,8 @@ def _spm_vocab(n_merges: int) -> tuple[list[str], list[int], list[float]]:
 
 
 def write_arch_gguf(path: Path, arch: str, qtype: str = "Q4_1", seed: int = 0,
-                    untied: bool = False, embed_qtype: str | None = None) -> Path:
+                    untied: bool = False, embed_qtype: str | None = None,
+                    chat_template: str = TINY_CHATML) -> Path:
     """2 layers of ``arch`` (hidden 256, 4 heads / 2 KV heads of 64, ffn 512), every linear
     weight and the token embedding in ``qtype`` (``embed_qtype`` for the embedding)."""
     import gguf
@@ -113,7 +114,7 @@ def write_arch_gguf(path: Path, arch: str, qtype: str = "Q4_1", seed: int = 0,
         w.add_bos_token_id(1)
         w.add_eos_token_id(2)
         w.add_add_bos_token(False)
-        w.add_chat_template(TINY_CHATML)
+        w.add_chat_template(chat_template)
     w.add_block_count(LAYERS)
     w.add_context_length(128)
     w.add_embedding_length(HIDDEN)

@@ -195,3 +195,19 @@ def test_store_build_of_a_bad_source_keeps_the_built_model(tmp_path):
         store.build("tiny", force=True)
     assert "supported: llama" in err.value.message
     assert _fingerprint(out) == before
+
+
+@pytest.mark.parametrize("template", ["{% for m in messages %}{{ m['content'] }",
+                                      "{{ raise_exception('no system role') }}",
+                                      "{{ messages[0]['content'] | no_such_filter }}"])
+def test_chat_template_the_renderer_cannot_handle_fails_the_build_cleanly(tmp_path, template):
+    pytest.importorskip("gguf")
+    from edge_runtime.models.gguf2onnx.build import build_llm
+
+    out = tmp_path / "onnx"
+    build_llm(_tiny(tmp_path), out)
+    before = _fingerprint(out)
+    with pytest.raises(ModelLoadError) as err:
+        build_llm(_tiny(tmp_path, "t.gguf", chat_template=template), out)
+    assert "chat template" in err.value.message and "t.gguf" in err.value.message
+    assert _fingerprint(out) == before

@@ -13,6 +13,7 @@ from pathlib import Path
 import onnx
 
 from .graph import build_graph
+from ...errors import ModelLoadError
 from .gguf_weights import GgufModel, read_gguf, sha256_file
 from .tokenizer import write_tokenizer
 
@@ -29,6 +30,27 @@ def _end_of_turn_ids(model: GgufModel) -> list[int]:
         if name in model.tokens:
             ids.add(model.tokens.index(name))
     return sorted(ids)
+
+
+SAMPLE_CHAT = (("system", "Be brief."), ("user", "Hi."), ("assistant", "Hello."),
+               ("user", "Why is the sky blue?"))
+
+
+def check_chat_template(template: str, source: str) -> None:
+    """Render a system + two-turn chat with the engine's own renderer; ModelLoadError when
+    the template does not parse or render (before anything is built)."""
+    from jinja2 import TemplateError
+
+    from ...llm.prompt import ChatPrompt
+    from ...types import Message
+
+    try:
+        ChatPrompt(template, lambda s: []).render([Message(r, c) for r, c in SAMPLE_CHAT])
+    except (TemplateError, ModelLoadError, TypeError, ValueError) as exc:
+        raise ModelLoadError(f"the chat template in {source} cannot be rendered by the "
+                             f"engine's renderer: {getattr(exc, 'message', None) or exc}",
+                             hint="use a GGUF whose tokenizer.chat_template is plain Jinja "
+                             "(system, user and assistant roles)") from None
 
 
 def model_config(model: GgufModel, sha256: str, accuracy_level: int) -> dict:
@@ -90,6 +112,8 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     t0 = time.perf_counter()
     gguf_path, out_dir = Path(gguf_path), Path(out_dir)
     model = read_gguf(gguf_path)     # every typed input error is raised here, before any I/O
+    check_chat_template(model.chat_template or model.hparams.spec.default_chat_template,
+                        gguf_path.name)
     sha = sha256_file(gguf_path)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".building",
