@@ -12,8 +12,8 @@ from pathlib import Path
 
 import onnx
 
-from .graph import build_graph
 from ...errors import ModelLoadError
+from .graph import build_graph
 from .gguf_weights import GgufModel, read_gguf, sha256_file
 from .tokenizer import write_tokenizer
 
