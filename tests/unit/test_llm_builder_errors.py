@@ -211,3 +211,31 @@ def test_chat_template_the_renderer_cannot_handle_fails_the_build_cleanly(tmp_pa
         build_llm(_tiny(tmp_path, "t.gguf", chat_template=template), out)
     assert "chat template" in err.value.message and "t.gguf" in err.value.message
     assert _fingerprint(out) == before
+
+
+def test_phi3_long_rope_variant_is_refused_by_name(tmp_path):
+    pytest.importorskip("gguf")
+    import gguf
+    import numpy as np
+
+    from edge_runtime.models.gguf2onnx.gguf_weights import read_gguf
+    from tests.gguf_fixtures import write_arch_gguf
+
+    src = write_arch_gguf(tmp_path / "phi3.gguf", "phi3", "Q8_0")
+    assert read_gguf(src).hparams.arch == "phi3"
+    reader = gguf.GGUFReader(str(src))
+    w = gguf.GGUFWriter(str(tmp_path / "long.gguf"), "phi3")
+    for f in reader.fields.values():
+        if f.name.startswith(("phi3.", "tokenizer.")):
+            w.add_key_value(f.name, f.contents(), f.types[0],
+                            f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None)
+    for t in reader.tensors:
+        w.add_tensor(t.name, np.asarray(t.data), raw_dtype=t.tensor_type)
+    w.add_tensor("rope_factors_long.weight", np.ones(32, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(ModelLoadError) as err:
+        read_gguf(tmp_path / "long.gguf")
+    assert "rope_factors_long" in err.value.message

@@ -25,6 +25,8 @@ class ArchSpec:
     fused_qkv: bool = False          # phi3: one attn_qkv tensor
     fused_gate_up: bool = False      # phi3: ffn_up holds gate | up
     default_chat_template: str = ""  # used when the GGUF carries none
+    window_caps_context: bool = False  # phi3: every layer windowed -> context <= the window
+    unsupported_tensors: tuple[str, ...] = ()   # present = a variant the builder cannot do
 
     def layer_tensors(self) -> tuple[str, ...]:
         """Per-layer tensor names (without ``blk.i.`` and ``.weight``) the GGUF must hold."""
@@ -56,5 +58,6 @@ ARCHS: dict[str, ArchSpec] = {
     "gemma3": ArchSpec("gemma3", qk_norm=True, post_norms=True, embed_scale=True,
                        activation="gelu_tanh", swa_pattern=6, swa_rope_base=10000.0,
                        default_chat_template=GEMMA_TEMPLATE),
-    "phi3": ArchSpec("phi3", fused_qkv=True, fused_gate_up=True),
+    "phi3": ArchSpec("phi3", fused_qkv=True, fused_gate_up=True, window_caps_context=True,
+                     unsupported_tensors=("rope_factors_long.weight",)),   # LongRoPE (128k)
 }

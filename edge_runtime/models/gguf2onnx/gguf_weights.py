@@ -159,6 +159,8 @@ def _read(reader: Any, path: Path, arch: str) -> GgufModel:
     head_dim = int(_field(reader, p + "attention.key_length",
                           _field(reader, p + "rope.dimension_count", hidden // n_heads)))
     ctx = int(_field(reader, p + "context_length", 2048))
+    window = int(_field(reader, p + "attention.sliding_window", 0) or 0)
+    usable = min(ctx, window) if window and ARCHS[arch].window_caps_context else ctx
     scaling = _field(reader, p + "rope.scaling.type", "none")
     factor = float(_field(reader, p + "rope.scaling.factor", 1.0) or 1.0)
     hp = LlamaHParams(
@@ -169,12 +171,11 @@ def _read(reader: Any, path: Path, arch: str) -> GgufModel:
         n_kv_heads=int(_field(reader, p + "attention.head_count_kv", n_heads)),
         head_dim=head_dim,
         vocab=int(_field(reader, p + "vocab_size", len(tokens))),
-        context_length=min(ctx, MAX_CONTEXT),
+        context_length=min(usable, MAX_CONTEXT),
         rope_theta=float(_field(reader, p + "rope.freq_base", 10000.0)),
         rms_eps=float(_field(reader, p + "attention.layer_norm_rms_epsilon", 1e-5)),
         arch=arch,
-        sliding_window=int(_field(reader, p + "attention.sliding_window", 0) or 0)
-        if ARCHS[arch].swa_pattern else 0,
+        sliding_window=window if ARCHS[arch].swa_pattern else 0,
         rope_scale=factor if scaling == "linear" else 1.0,
         context_length_trained=ctx,
         swa_pattern=_int_or(_field(reader, p + "attention.sliding_window_pattern"),
@@ -225,6 +226,11 @@ def _check_tensors(model: GgufModel) -> None:
         need += [f"blk.{i}.{n}.weight" for n in spec.layer_tensors()]
         if spec.qkv_bias:
             need += [f"blk.{i}.attn_{n}.bias" for n in ("q", "k", "v")]
+    variant = [n for n in spec.unsupported_tensors if n in model.tensors]
+    if variant:
+        raise ModelLoadError(f"GGUF {model.path.name} is a {spec.name} variant the builder does "
+                             f"not support (it has {variant[0]}: long-context rope factors)",
+                             hint=f"use the short-context {spec.name} model")
     missing = [n for n in need if n not in model.tensors]
     if missing:
         raise ModelLoadError(f"GGUF {model.path.name} lacks tensors {missing[:4]}...",
