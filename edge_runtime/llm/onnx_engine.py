@@ -25,7 +25,7 @@ from .prompt import ChatPrompt, Prompt, as_prompt
 from .providers import BUILD_HINT, OpenedSession, open_session, trt_profiles
 from .decode import Vocabulary, decode_stream, new_stats
 from .runner import PREFILL_CHUNK, KvRunner
-from .text_stream import byte_level_to_bytes
+from .text_stream import byte_level_to_bytes, spm_piece_to_bytes
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +70,10 @@ class OnnxLlmEngine(SingleSessionLoad):
         specials = {t.content for t in self._tok.get_added_tokens_decoder().values() if t.special}
         id_to_tok = {i: t for t, i in self._tok.get_vocab(with_added_tokens=True).items()}
         skip = frozenset(i for i, t in id_to_tok.items() if t in specials)
+        to_bytes = (spm_piece_to_bytes if self.cfg.get("tokenizer_kind") == "spm"
+                    else byte_level_to_bytes)
         self._vocab = Vocabulary(
-            token_bytes=[b"" if i in skip else byte_level_to_bytes(id_to_tok.get(i, ""))
+            token_bytes=[b"" if i in skip else to_bytes(id_to_tok.get(i, ""))
                          for i in range(vocab)],
             skip_ids=skip,
             stop_ids=frozenset(int(i) for i in self.cfg["end_of_turn_token_ids"]))

@@ -40,6 +40,16 @@ def byte_level_to_bytes(token: str) -> bytes:
         return token.encode("utf-8")
 
 
+def spm_piece_to_bytes(token: str) -> bytes:
+    """A SentencePiece token to its raw bytes: ``<0xAB>`` byte tokens, ``▁`` as a space."""
+    if len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
+        try:
+            return bytes([int(token[3:5], 16)])
+        except ValueError:
+            pass
+    return token.replace("\u2581", " ").encode("utf-8")
+
+
 @lru_cache(maxsize=1)
 def _inverse_table() -> dict[str, int]:
     return {c: b for b, c in bytes_to_unicode().items()}

@@ -261,12 +261,9 @@ class ModelStore:
         except ImportError as exc:
             raise ConfigError(f"the build needs the `build` extra ({exc.name} missing)",
                               hint="pip install 'edge-runtime[build]'") from None
-        tmp = out.with_name(out.name + ".building")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        build_llm(src, tmp, accuracy_level=self.cfg.llm.accuracy_level)
-        shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)
+        # checks the GGUF first, builds in a temporary directory and swaps it in: a bad
+        # source raises a typed error and leaves the previously built model in place
+        build_llm(src, out, accuracy_level=self.cfg.llm.accuracy_level)
         return out
 
 

@@ -46,3 +46,66 @@ def test_fused_rows_stack_in_order():
     fused = dequantize_nbits(concat_rows([to_nbits(a), to_nbits(b)]))
     assert np.array_equal(fused, np.concatenate([dequantize_nbits(to_nbits(a)),
                                                  dequantize_nbits(to_nbits(b))]))
+
+
+ALL_EXACT = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")
+
+
+def _gguf_tensor(qtype: str, rows: int, cols: int, seed: int = 0) -> QTensor:
+    """A tensor as the gguf package writes it: quantized by gguf.quants.quantize where it
+    implements the type, else random K-quant super-blocks with sane scales."""
+    from tests.gguf_fixtures import quantized
+
+    raw, _ = quantized(np.random.default_rng(seed), qtype, rows, cols)
+    return QTensor("t", qtype, rows, cols, raw)
+
+
+@pytest.mark.parametrize("qtype", ALL_EXACT)
+def test_every_supported_block_type_repacks_exactly(qtype):
+    t = _gguf_tensor(qtype, 12, 512)
+    ref = np.asarray(gguf.quants.dequantize(t.raw, gguf.GGMLQuantizationType[qtype]),
+                     np.float32)
+    w = to_nbits(t)
+    got = dequantize_nbits(w)
+    assert np.abs(ref).max() > 0
+    assert np.array_equal(got, ref), np.abs(got - ref).max()
+    assert w.max_abs_error == 0.0
+    assert (w.bits, w.block) == {"Q4_0": (4, 32), "Q4_1": (4, 32), "Q4_K": (4, 32),
+                                 "Q6_K": (8, 16)}.get(qtype, (8, 32))
+
+
+def test_k_quant_sub_block_minimums_become_block_offsets():
+    w = to_nbits(_gguf_tensor("Q4_K", 4, 512))
+    assert w.zero_points is None and w.mins.shape == (16, 4)   # 512 / 32 blocks x rows
+
+
+def test_mixed_block_types_fuse_only_when_formats_agree():
+    from edge_runtime.models.gguf2onnx.quant import can_fuse
+
+    q5, q8, q4k = (to_nbits(_gguf_tensor(q, 8, 256, i))
+                   for i, q in enumerate(("Q5_0", "Q8_0", "Q4_K")))
+    assert can_fuse([q5, q8])          # both 8-bit blocks of 32 with per-block zero points
+    assert not can_fuse([q5, q4k])
+    fused = dequantize_nbits(concat_rows([q5, q8]))
+    assert np.array_equal(fused, np.concatenate([dequantize_nbits(q5), dequantize_nbits(q8)]))
+
+
+def test_other_types_are_requantized_with_measured_error():
+    from edge_runtime.models.gguf2onnx.quant import approx_to_nbits
+
+    t = _gguf_tensor("MXFP4", 8, 256)
+    ref = dequantize(t)
+    w = approx_to_nbits(t)
+    err = np.abs(dequantize_nbits(w) - ref).max()
+    assert 0 < err and np.isclose(w.max_abs_error, err, rtol=1e-5)
+    assert err <= np.abs(ref).max() / 127 / 2 * 1.01        # half a step of 8-bit blocks
+
+
+def test_undecodable_block_type_names_what_is_supported():
+    from edge_runtime.errors import ModelLoadError
+    from edge_runtime.models.gguf2onnx.quant import check_types
+
+    t = QTensor("blk.0.attn_q.weight", "Q8_1", 1, 32, np.zeros((1, 36), np.uint8))
+    with pytest.raises(ModelLoadError) as err:
+        check_types([t])
+    assert "Q8_1" in err.value.message and "Q4_K" in err.value.message

@@ -1,4 +1,4 @@
-"""GGUF -> ONNX builder for Llama-architecture models, using only gguf, onnx and numpy.
+"""GGUF -> ONNX builder for llama, qwen2, qwen3, gemma3 and phi3 decoders (gguf, onnx, numpy).
 
 ``build_llm(gguf_path, out_dir)`` writes model.onnx, tokenizer.json and model_config.json;
 ``check_fidelity(gguf_path, model_dir)`` compares the result with an fp32 numpy reference.

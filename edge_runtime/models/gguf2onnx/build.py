@@ -4,18 +4,22 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
+import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import onnx
 
+from ...errors import ModelLoadError
 from .graph import build_graph
 from .gguf_weights import GgufModel, read_gguf, sha256_file
 from .tokenizer import write_tokenizer
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "gguf2onnx-2"   # 2: logits for the last position only
+BUILDER_VERSION = "gguf2onnx-3"   # 2: logits for the last position only; 3: architectures
 MODEL_FILE = "model.onnx"
 EXTERNAL_DATA_FILE = "model.onnx.data"
 
@@ -28,21 +32,32 @@ def _end_of_turn_ids(model: GgufModel) -> list[int]:
     return sorted(ids)
 
 
-def _relocate_external_data(model_path: Path, location: str) -> None:
-    """Point every external tensor of the saved model at ``location`` (after a rename)."""
-    proto = onnx.load_model(str(model_path), load_external_data=False)
-    for t in proto.graph.initializer:
-        for entry in t.external_data:
-            if entry.key == "location":
-                entry.value = location
-    onnx.save_model(proto, str(model_path))
+SAMPLE_CHAT = (("system", "Be brief."), ("user", "Hi."), ("assistant", "Hello."),
+               ("user", "Why is the sky blue?"))
+
+
+def check_chat_template(template: str, source: str) -> None:
+    """Render a system + two-turn chat with the engine's own renderer; ModelLoadError when
+    the template does not parse or render (before anything is built)."""
+    from jinja2 import TemplateError
+
+    from ...llm.prompt import ChatPrompt
+    from ...types import Message
+
+    try:
+        ChatPrompt(template, lambda s: []).render([Message(r, c) for r, c in SAMPLE_CHAT])
+    except (TemplateError, ModelLoadError, TypeError, ValueError) as exc:
+        raise ModelLoadError(f"the chat template in {source} cannot be rendered by the "
+                             f"engine's renderer: {getattr(exc, 'message', None) or exc}",
+                             hint="use a GGUF whose tokenizer.chat_template is plain Jinja "
+                             "(system, user and assistant roles)") from None
 
 
 def model_config(model: GgufModel, sha256: str, accuracy_level: int) -> dict:
     hp = model.hparams
     return {
         "builder_version": BUILDER_VERSION,
-        "architecture": "llama",
+        "architecture": hp.arch,
         "model_file": MODEL_FILE,
         "external_data_file": EXTERNAL_DATA_FILE,
         "name": model.metadata.get("name", ""),
@@ -55,13 +70,17 @@ def model_config(model: GgufModel, sha256: str, accuracy_level: int) -> dict:
         "head_dim": hp.head_dim,
         "vocab_size": hp.vocab,
         "context_length": hp.context_length,
+        "context_length_trained": hp.context_length_trained,
+        "sliding_window": hp.sliding_window,
         "rope_theta": hp.rope_theta,
         "rms_eps": hp.rms_eps,
         "bos_token_id": model.bos_id,
         "eos_token_id": model.eos_id,
         "end_of_turn_token_ids": _end_of_turn_ids(model),
         "add_bos_token": bool(model.metadata.get("add_bos", False)),
-        "chat_template": model.chat_template,
+        "chat_template": model.chat_template or hp.spec.default_chat_template,
+        "tokenizer_kind": "spm" if model.metadata.get("tokenizer_model") == "llama" else
+        "byte_level",
         "accuracy_level": accuracy_level,
         "kv_cache_dtype": "float32",
         "io": {"inputs": ["input_ids", "attention_mask", "position_ids",
@@ -85,38 +104,76 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     output head, where 4 is needed for speed (level 1 dequantizes 28 M weights per call:
     330 ms per token). ``last_only`` (default) runs the output head for the last position
     only: a prefill needs the next-token logits alone (TTFT 174 -> 108 ms for 48 tokens,
-    together with level 4). Files are written to temporary names and renamed, so a crash
-    never leaves a half-written model.onnx behind.
+    together with level 4). The GGUF is read and checked first (unsupported architecture or
+    block type, truncated file, no tokenizer: a typed ModelLoadError before anything is
+    written); the model is built in a temporary sibling directory that then replaces
+    ``out_dir``, so a failed build leaves the previously built model as it was.
     """
     t0 = time.perf_counter()
     gguf_path, out_dir = Path(gguf_path), Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    sha = sha256_file(gguf_path) if gguf_path.is_file() else ""
-    model = read_gguf(gguf_path)
+    model = read_gguf(gguf_path)     # every typed input error is raised here, before any I/O
+    check_chat_template(model.chat_template or model.hparams.spec.default_chat_template,
+                        gguf_path.name)
+    sha = sha256_file(gguf_path)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".building",
+                                 dir=out_dir.parent))
+    try:
+        info = _build_into(model, sha, work, accuracy_level, lm_head_accuracy_level, last_only)
+        _swap_dir(work, out_dir)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    info["model_dir"] = str(out_dir)
+    info["seconds"] = round(time.perf_counter() - t0, 2)
+    log.info("built %s", info)
+    return info
+
+
+def _swap_dir(new: Path, out_dir: Path) -> None:
+    """Put ``new`` in place of ``out_dir``: two renames, the old model removed last (a reader
+    sees the old directory or the new one, never a partial one)."""
+    old = None
+    if out_dir.exists():
+        old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(out_dir, old)
+    os.replace(new, out_dir)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
+                lm_head_accuracy_level: int, last_only: bool) -> dict:
+    out_dir.chmod(0o755)
     write_tokenizer(model, out_dir)
+    report: dict = {}
     proto = build_graph(model, accuracy_level=accuracy_level,
-                        lm_head_accuracy_level=lm_head_accuracy_level, last_only=last_only)
+                        lm_head_accuracy_level=lm_head_accuracy_level, last_only=last_only,
+                        report=report)
+    types = dict(Counter(t.qtype for t in model.tensors.values()))
+    for name, (qtype, err) in sorted(report["approximated"].items()):
+        log.warning("%s: GGUF type %s has no exact ONNX form; re-quantized to 8-bit blocks of "
+                    "32, max abs error vs the GGUF dequantization %.3g", name, qtype, err)
+    if not report["approximated"]:
+        log.info("all weight blocks mapped exactly (%s)", types)
     # Weights go to an external data file: onnxruntime memory-maps it instead of copying
     # the protobuf (measured peak RSS 241 MB vs 309 MB for one 151 MB file).
-    tmp = out_dir / (MODEL_FILE + ".tmp")
-    tmp_data = out_dir / (EXTERNAL_DATA_FILE + ".tmp")
-    tmp_data.unlink(missing_ok=True)   # onnx appends to an existing data file
-    onnx.save_model(proto, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location=tmp_data.name, size_threshold=1024)
-    tmp_data.chmod(0o644)
-    os.replace(tmp_data, out_dir / EXTERNAL_DATA_FILE)
-    _relocate_external_data(tmp, EXTERNAL_DATA_FILE)
-    os.replace(tmp, out_dir / MODEL_FILE)
+    onnx.save_model(proto, str(out_dir / MODEL_FILE), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location=EXTERNAL_DATA_FILE,
+                    size_threshold=1024)
+    (out_dir / EXTERNAL_DATA_FILE).chmod(0o644)
     cfg = model_config(model, sha, accuracy_level)
     cfg["lm_head_accuracy_level"] = lm_head_accuracy_level
     cfg["logits"] = "last" if last_only else "all"   # [B,1,V] or [B,S,V]
+    cfg["tensor_types"] = types
+    cfg["approximated_tensors"] = {n: {"type": q, "max_abs_error": e}
+                                   for n, (q, e) in report["approximated"].items()}
     (out_dir / "model_config.json").write_text(json.dumps(cfg, indent=2))
     size = sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file())
-    info = {"model_dir": str(out_dir), "model_file": MODEL_FILE,
-            "external_data": EXTERNAL_DATA_FILE,
+    return {"model_file": MODEL_FILE, "external_data": EXTERNAL_DATA_FILE,
             "bytes_on_disk": size, "layers": model.hparams.n_layers,
-            "vocab": model.hparams.vocab, "source_sha256": sha,
-            "accuracy_level": accuracy_level, "builder_version": BUILDER_VERSION,
-            "seconds": round(time.perf_counter() - t0, 2)}
-    log.info("built %s", info)
-    return info
+            "architecture": model.hparams.arch, "vocab": model.hparams.vocab,
+            "source_sha256": sha, "accuracy_level": accuracy_level,
+            "builder_version": BUILDER_VERSION,
+            "approximated_tensors": len(report["approximated"])}

@@ -1,12 +1,14 @@
-"""Build the ONNX decoder graph (optimum / onnxruntime-genai naming) from GGUF blocks.
+"""Build the ONNX decoder graph (optimum / onnxruntime-genai naming) from GGUF blocks, for
+every architecture in :data:`.arch.ARCHS` (the differences come from its ``ArchSpec``).
 
 Inputs: ``input_ids`` [B,S] int64, ``attention_mask`` [B,T] int64 (T = past + new tokens),
 ``position_ids`` [B,S] int64, ``past_key_values.{i}.key|value`` [B,kv_heads,P,head_dim] fp32.
 Outputs: ``logits`` [B,1,V] fp32 (last position; [B,S,V] when built with
 ``last_only=False``, model_config.json "logits": "all"), ``present.{i}.key|value``.
 
-Attention is com.microsoft ``GroupQueryAttention`` (rotary inside, interleaved pairs as in
-llama.cpp's "norm" rope on the GGUF's permuted Q/K rows). When the caller binds the same
+Attention is com.microsoft ``GroupQueryAttention`` (rotary inside: interleaved pairs as in
+llama.cpp's "norm" rope on Llama's permuted Q/K rows, halves ("neox") for the others; a
+sliding window through ``local_window_size``; per-layer rope tables). When the caller binds the same
 buffer to ``past_key_values.i.*`` and ``present.i.*`` (shape [B,kv,max_len,hd]) GQA appends in
 place: the engine's KV cache is allocated once. Linear layers are ``MatMulNBits``; see
 :mod:`.quant` for the exact block mapping.
@@ -17,8 +19,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .gguf_weights import GgufModel, LlamaHParams, output_tensor
-from .quant import BLOCK, NBitsWeight, concat_rows, to_nbits
+from .gguf_weights import GgufModel, LlamaHParams, QTensor, dequantize, output_tensor
+from .quant import FLOAT_TYPES, NBitsWeight, can_fuse, concat_rows, to_nbits
 
 OPSET = 17
 IR_VERSION = 10  # onnxruntime >= 1.20 reads IR 10; onnx 1.23 would default to a newer one
@@ -46,47 +48,99 @@ class _Graph:
         return outs
 
 
+Weight = NBitsWeight | np.ndarray   # quantized blocks, or fp32 [N, K] for F32/F16/BF16
+
+
 class _Builder:
     def __init__(self, model: GgufModel, accuracy_level: int, lm_head_accuracy_level: int,
                  last_only: bool = True) -> None:
         self.last_only = last_only
         self.m = model
         self.hp: LlamaHParams = model.hparams
+        self.spec = self.hp.spec
         self.g = _Graph()
         self.acc = accuracy_level
         self.lm_acc = lm_head_accuracy_level
         self._made: set[str] = set()
+        self._weights: dict[str, Weight] = {}
+        self.approximated: dict[str, tuple[str, float]] = {}   # name -> (type, max abs error)
+
+    # -- weights ---------------------------------------------------------------------------
+    def weight(self, name: str) -> Weight:
+        if name not in self._weights:
+            t: QTensor = self.m.tensors[name]
+            if t.qtype in FLOAT_TYPES:
+                self._weights[name] = dequantize(t).reshape(t.rows, t.cols)
+            else:
+                w = to_nbits(t)
+                if t.qtype not in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K",
+                                   "Q6_K"):
+                    self.approximated[name] = (t.qtype, w.max_abs_error)
+                self._weights[name] = w
+        return self._weights[name]
+
+    def vec(self, name: str) -> str:
+        return self.g.const(name, dequantize(self.m.tensors[name]).astype(np.float32).reshape(-1))
 
     # -- helpers ---------------------------------------------------------------------------
-    def linear(self, x: str, w: NBitsWeight, prefix: str, acc: int) -> str:
+    def linear(self, x: str, w: Weight, prefix: str, acc: int, out: str | None = None) -> str:
         g = self.g
+        outs = [out] if out else None
+        if isinstance(w, np.ndarray):
+            return g.op("MatMul", [x, g.const(f"{prefix}.W", np.ascontiguousarray(w.T))],
+                        outputs=outs)[0]
         ins = [x, g.const(f"{prefix}.B", w.b), g.const(f"{prefix}.scales", w.scales)]
         if w.zero_points is not None:
             ins.append(g.const(f"{prefix}.zp", w.zero_points))
         (y,) = g.op("MatMulNBits", ins, domain="com.microsoft", K=w.k, N=w.n, bits=w.bits,
-                    block_size=BLOCK, accuracy_level=acc)
+                    block_size=w.block, accuracy_level=acc,
+                    outputs=outs if w.mins is None else None)
         if w.mins is None:
             return y
-        # Q4_1 block offset: y += (sum over each 32-block of x) @ offsets (exact).
-        (xs,) = g.op("MatMul", [x, self.block_sum_matrix(w.k)])
+        # block offsets: y += (sum over each block of x) @ offsets (exact)
+        (xs,) = g.op("MatMul", [x, self.block_sum_matrix(w.k, w.block)])
         (corr,) = g.op("MatMul", [xs, g.const(f"{prefix}.offsets", w.mins)])
-        (out,) = g.op("Add", [y, corr])
-        return out
+        return g.op("Add", [y, corr], outputs=outs)[0]
 
-    def block_sum_matrix(self, k: int) -> str:
-        """[K, K/32] 0/1 matrix: x @ S = per-block sums of x (one node instead of two)."""
-        name = f"block_sum_{k}"
+    def project(self, x: str, names: list[str], prefix: str,
+                biases: list[str] | None = None) -> tuple[str | None, list[str] | None]:
+        """x @ W.T for several weights of one input: (fused output, None) when their blocks
+        can be stacked into one node, else (None, one output per weight)."""
+        ws = [self.weight(n) for n in names]
+        g = self.g
+        if all(isinstance(w, NBitsWeight) for w in ws) and can_fuse(ws):  # type: ignore[arg-type]
+            fused: Weight = concat_rows(ws)  # type: ignore[arg-type]
+        elif all(isinstance(w, np.ndarray) for w in ws):
+            fused = np.concatenate(ws, axis=0)  # type: ignore[arg-type]
+        else:
+            outs = [self.linear(x, w, f"{prefix}.{i}", self.acc) for i, w in enumerate(ws)]
+            if biases:
+                outs = [g.op("Add", [o, self.vec(b)])[0] for o, b in zip(outs, biases, strict=True)]
+            return None, outs
+        y = self.linear(x, fused, prefix, self.acc)
+        if biases:
+            bias = np.concatenate([dequantize(self.m.tensors[b]).reshape(-1) for b in biases])
+            (y,) = g.op("Add", [y, g.const(f"{prefix}.bias", bias.astype(np.float32))])
+        return y, None
+
+    def split(self, y: str, sizes: list[int]) -> list[str]:
+        sz = self.g.const(self.g.name("split_sizes"), np.array(sizes, np.int64))
+        return self.g.op("Split", [y, sz], n_out=len(sizes), axis=-1)
+
+    def block_sum_matrix(self, k: int, block: int) -> str:
+        """[K, K/block] 0/1 matrix: x @ S = per-block sums of x (one node instead of two)."""
+        name = f"block_sum_{k}_{block}"
         if name not in self._made:
             self._made.add(name)
-            self.g.const(name, np.kron(np.eye(k // BLOCK, dtype=np.float32),
-                                       np.ones((BLOCK, 1), np.float32)))
+            self.g.const(name, np.kron(np.eye(k // block, dtype=np.float32),
+                                       np.ones((block, 1), np.float32)))
         return name
 
     def rms(self, residual: str, branch: str | None, weight: str) -> tuple[str, str]:
         """RMSNorm of ``residual + branch``; returns (normed, new residual). With a branch
         this is one SkipSimplifiedLayerNormalization node (add + norm fused)."""
         g = self.g
-        w = g.const(weight, self.m.tensors[weight].raw.astype(np.float32).reshape(-1))
+        w = self.vec(weight)
         if branch is None:
             (y,) = g.op("SimplifiedLayerNormalization", [residual, w], axis=-1,
                         epsilon=self.hp.rms_eps, stash_type=1)
@@ -96,23 +150,57 @@ class _Builder:
              outputs=[y, "", "", total], epsilon=self.hp.rms_eps)
         return y, total
 
-    # -- graph parts -----------------------------------------------------------------------
-    def embedding(self, emb: NBitsWeight) -> str:
-        """Token embedding: Gather rows of the Q8_0 table (uint8 = q + 128) and scale them."""
-        g, hp = self.g, self.hp
-        nb = hp.hidden // BLOCK
-        table = g.const("embed.B", emb.b)                                 # [V, nb, 32] uint8
-        scales = g.const("embed.scales", emb.scales.reshape(hp.vocab, nb, 1))
-        (rows,) = g.op("Gather", [table, "input_ids"], axis=0)           # [B,S,nb,32]
-        (rows_f,) = g.op("Cast", [rows], to=TensorProto.FLOAT)
-        (centered,) = g.op("Sub", [rows_f, g.const("c128", np.array(128.0, np.float32))])
-        (sc,) = g.op("Gather", [scales, "input_ids"], axis=0)            # [B,S,nb,1]
-        (vals,) = g.op("Mul", [centered, sc])
-        return g.op("Reshape", [vals, g.const("shape_hidden",
-                                                np.array([0, 0, hp.hidden], np.int64))])[0]
+    def head_norm(self, x: str, weight: str, heads: int) -> str:
+        """Per-head RMSNorm over head_dim (qwen3/gemma3 q_norm, k_norm)."""
+        g, hd = self.g, self.hp.head_dim
+        (r,) = g.op("Reshape", [x, g.const(g.name("shape_heads"),
+                                           np.array([0, 0, heads, hd], np.int64))])
+        (n,) = g.op("SimplifiedLayerNormalization", [r, self.vec(weight)], axis=-1,
+                    epsilon=self.hp.rms_eps, stash_type=1)
+        return g.op("Reshape", [n, g.const(g.name("shape_flat"),
+                                           np.array([0, 0, heads * hd], np.int64))])[0]
 
-    def attention_inputs(self) -> tuple[str, str, str, str]:
+    # -- graph parts -----------------------------------------------------------------------
+    def embedding(self) -> str:
+        """Token embedding: Gather rows of the (unpacked) block table and scale them."""
         g, hp = self.g, self.hp
+        w = self.weight("token_embd.weight")
+        if isinstance(w, np.ndarray):
+            (x,) = g.op("Gather", [g.const("embed.W", w.astype(np.float32)), "input_ids"], axis=0)
+        else:
+            nb = w.k // w.block
+            q = w.b if w.bits == 8 else np.stack([w.b & 0x0F, w.b >> 4], -1)
+            q = q.reshape(w.n, nb, w.block)
+            zps = (np.full(1, 8, np.uint8) if w.zero_points is None else
+                   w.zero_points if w.bits == 8 else None)
+            if zps is None or np.any(zps != zps.flat[0]):
+                raise ValueError("token_embd: per-block 4-bit zero points are not supported")
+            (rows,) = g.op("Gather", [g.const("embed.B", q), "input_ids"], axis=0)
+            (rows_f,) = g.op("Cast", [rows], to=TensorProto.FLOAT)
+            (centered,) = g.op("Sub", [rows_f, g.const("embed.zp",
+                                                        np.array(zps.flat[0], np.float32))])
+            scales = g.const("embed.scales", w.scales.reshape(w.n, nb, 1))
+            (sc,) = g.op("Gather", [scales, "input_ids"], axis=0)            # [B,S,nb,1]
+            (vals,) = g.op("Mul", [centered, sc])
+            if w.mins is not None:
+                offs = g.const("embed.offsets", np.ascontiguousarray(w.mins.T).reshape(w.n, nb, 1))
+                (off,) = g.op("Gather", [offs, "input_ids"], axis=0)
+                (vals,) = g.op("Add", [vals, off])
+            (x,) = g.op("Reshape", [vals, g.const("shape_hidden",
+                                                  np.array([0, 0, hp.hidden], np.int64))])
+        if self.spec.embed_scale:
+            (x,) = g.op("Mul", [x, g.const("embed_scale",
+                                           np.array(np.sqrt(hp.hidden), np.float32))])
+        return x
+
+    def rope_tables(self, base: float, scale: float, name: str) -> tuple[str, str]:
+        inv = rope_inv_freq(self.m, base, scale)
+        ang = np.arange(self.hp.context_length, dtype=np.float64)[:, None] * inv[None, :]
+        return (self.g.const(f"cos_{name}", np.cos(ang).astype(np.float32)),
+                self.g.const(f"sin_{name}", np.sin(ang).astype(np.float32)))
+
+    def attention_inputs(self) -> tuple[str, str]:
+        g = self.g
         (msum,) = g.op("ReduceSum", ["attention_mask", g.const("axis1", np.array([1], np.int64))],
                        keepdims=0)
         (seqlens64,) = g.op("Sub", [msum, g.const("one64", np.array(1, np.int64))])
@@ -120,48 +208,77 @@ class _Builder:
         (mshape,) = g.op("Shape", ["attention_mask"])
         (total64,) = g.op("Gather", [mshape, g.const("idx1", np.array(1, np.int64))], axis=0)
         (total,) = g.op("Cast", [total64], to=TensorProto.INT32)
-        inv = 1.0 / (hp.rope_theta ** (np.arange(0, hp.head_dim, 2, dtype=np.float64) / hp.head_dim))
-        ang = np.arange(hp.context_length, dtype=np.float64)[:, None] * inv[None, :]
-        cos = g.const("cos_cache", np.cos(ang).astype(np.float32))
-        sin = g.const("sin_cache", np.sin(ang).astype(np.float32))
-        return seqlens, total, cos, sin
+        return seqlens, total
 
     def layer(self, i: int, x: str, branch: str | None,
-              att: tuple[str, str, str, str]) -> tuple[str, str]:
+              att: tuple[str, str]) -> tuple[str, str]:
         """One decoder block; returns (residual, branch) whose sum is the block's output."""
-        g, hp, t = self.g, self.hp, self.m.tensors
-        seqlens, total, cos, sin = att
+        g, hp, spec = self.g, self.hp, self.spec
+        seqlens, total = att
         p = f"blk.{i}"
         xn, x = self.rms(x, branch, f"{p}.attn_norm.weight")
-        qkv_w = concat_rows([to_nbits(t[f"{p}.attn_{n}.weight"]) for n in ("q", "k", "v")])
-        qkv = self.linear(xn, qkv_w, f"{p}.attn_qkv", self.acc)
+        sizes = [hp.n_heads * hp.head_dim] + [hp.n_kv_heads * hp.head_dim] * 2
+        packed: str | None
+        parts: list[str] | None
+        if spec.fused_qkv:
+            packed, parts = self.linear(xn, self.weight(f"{p}.attn_qkv.weight"),
+                                        f"{p}.attn_qkv", self.acc), None
+        else:
+            biases = [f"{p}.attn_{n}.bias" for n in "qkv"] if spec.qkv_bias else None
+            packed, parts = self.project(xn, [f"{p}.attn_{n}.weight" for n in "qkv"],
+                                         f"{p}.attn_qkv", biases)
+        if spec.qk_norm:
+            q, k, v = parts or self.split(str(packed), sizes)
+            q = self.head_norm(q, f"{p}.attn_q_norm.weight", hp.n_heads)
+            k = self.head_norm(k, f"{p}.attn_k_norm.weight", hp.n_kv_heads)
+            qkv_in = [q, k, v]
+        else:
+            qkv_in = [packed or g.op("Concat", parts, axis=-1)[0], "", ""]  # type: ignore[arg-type]
+        sliding = hp.is_sliding(i)
+        cos, sin = self.local_rope if sliding else self.global_rope
         attn, _, _ = g.op(
             "GroupQueryAttention",
-            [qkv, "", "", f"past_key_values.{i}.key", f"past_key_values.{i}.value",
-             seqlens, total, cos, sin, "position_ids"],
+            qkv_in + [f"past_key_values.{i}.key", f"past_key_values.{i}.value",
+                      seqlens, total, cos, sin, "position_ids"],
             domain="com.microsoft",
             outputs=[g.name(f"{p}.attn"), f"present.{i}.key", f"present.{i}.value"],
-            num_heads=hp.n_heads, kv_num_heads=hp.n_kv_heads, do_rotary=1, rotary_interleaved=1,
-            scale=float(1.0 / np.sqrt(hp.head_dim)), local_window_size=-1)
-        o = self.linear(attn, to_nbits(t[f"{p}.attn_output.weight"]), f"{p}.attn_output", self.acc)
+            num_heads=hp.n_heads, kv_num_heads=hp.n_kv_heads, do_rotary=1,
+            rotary_interleaved=int(spec.rope_interleaved), scale=attn_scale(hp),
+            # keys with q - k < window (llama.cpp's and transformers' mask): ORT's
+            # local_window_size is that window (checked against the reference in the tests)
+            local_window_size=hp.sliding_window if sliding else -1)
+        o = self.linear(attn, self.weight(f"{p}.attn_output.weight"), f"{p}.attn_output",
+                        self.acc)
+        if spec.post_norms:
+            o, _ = self.rms(o, None, f"{p}.post_attention_norm.weight")
         hn, h = self.rms(x, o, f"{p}.ffn_norm.weight")
-        gu_w = concat_rows([to_nbits(t[f"{p}.ffn_{n}.weight"]) for n in ("gate", "up")])
-        gu = self.linear(hn, gu_w, f"{p}.ffn_gate_up", self.acc)
-        gate, up = g.op("Split", [gu, self.split_ffn], n_out=2, axis=-1)
-        (sig,) = g.op("Sigmoid", [gate])
-        (silu,) = g.op("Mul", [gate, sig])
-        (act,) = g.op("Mul", [silu, up])
-        down = self.linear(act, to_nbits(t[f"{p}.ffn_down.weight"]), f"{p}.ffn_down", self.acc)
+        if spec.fused_gate_up:
+            gu = self.linear(hn, self.weight(f"{p}.ffn_up.weight"), f"{p}.ffn_gate_up", self.acc)
+            gate, up = self.split(gu, [hp.ffn, hp.ffn])
+        else:
+            fused, parts = self.project(hn, [f"{p}.ffn_gate.weight", f"{p}.ffn_up.weight"],
+                                        f"{p}.ffn_gate_up")
+            gate, up = parts or self.split(str(fused), [hp.ffn, hp.ffn])
+        if spec.activation == "gelu_tanh":
+            (act,) = g.op("FastGelu", [gate], domain="com.microsoft")
+        else:
+            (sig,) = g.op("Sigmoid", [gate])
+            (act,) = g.op("Mul", [gate, sig])
+        (act,) = g.op("Mul", [act, up])
+        down = self.linear(act, self.weight(f"{p}.ffn_down.weight"), f"{p}.ffn_down", self.acc)
+        if spec.post_norms:
+            down, _ = self.rms(down, None, f"{p}.post_ffw_norm.weight")
         return h, down
 
     def build(self) -> onnx.ModelProto:
         hp, g = self.hp, self.g
-        emb_w = to_nbits(self.m.tensors["token_embd.weight"])
-        if emb_w.bits != 8 or emb_w.mins is not None:
-            raise ValueError("token_embd must be Q8_0 for this builder")
-        self.split_ffn = g.const("split_ffn", np.array([hp.ffn, hp.ffn], np.int64))
-        x = self.embedding(emb_w)
+        x = self.embedding()
         att = self.attention_inputs()
+        self.global_rope = self.rope_tables(hp.rope_theta, hp.rope_scale, "global")
+        self.local_rope = self.global_rope
+        if any(hp.is_sliding(i) for i in range(hp.n_layers)):
+            self.local_rope = self.rope_tables(self.spec.swa_rope_base or hp.rope_theta, 1.0,
+                                               "local")
         branch = None
         for i in range(hp.n_layers):
             x, branch = self.layer(i, x, branch, att)
@@ -172,17 +289,11 @@ class _Builder:
             (xn,) = g.op("Slice", [xn, g.const("last_start", np.array([-1], np.int64)),
                                    g.const("last_end", np.array([2**62], np.int64)),
                                    g.const("axis_seq", np.array([1], np.int64))])
-        out_t = output_tensor(self.m)
-        if out_t.name == "token_embd.weight":
-            # tied: a second copy of the table, because onnxruntime's CPU MatMulNBits only
-            # pre-packs (and runs fast, 2 ms vs 330 ms per token) an unshared initializer
-            ins = [xn, g.const("lm_head.B", emb_w.b), g.const("lm_head.scales", emb_w.scales),
-                   g.const("lm_head.zp", emb_w.zero_points)]
-            g.op("MatMulNBits", ins, domain="com.microsoft", outputs=["logits"], K=emb_w.k,
-                 N=emb_w.n, bits=8, block_size=BLOCK, accuracy_level=self.lm_acc)
-        else:
-            y = self.linear(xn, to_nbits(out_t), "lm_head", self.lm_acc)
-            g.op("Identity", [y], outputs=["logits"])
+        # tied head: a second copy of the table (the "lm_head.*" initializers), because
+        # onnxruntime's CPU MatMulNBits only pre-packs (and runs fast, 2 ms vs 330 ms per
+        # token) an unshared initializer
+        self.linear(xn, self.weight(output_tensor(self.m).name), "lm_head", self.lm_acc,
+                    out="logits")
         return self.finish()
 
     def finish(self) -> onnx.ModelProto:
@@ -200,7 +311,8 @@ class _Builder:
                     f"past_key_values.{i}.{kind}", f, ["batch", kv[0], "past_seq", kv[1]]))
                 outputs.append(helper.make_tensor_value_info(
                     f"present.{i}.{kind}", f, ["batch", kv[0], "present_seq", kv[1]]))
-        graph = helper.make_graph(self.g.nodes, "llama_gguf", inputs, outputs, self.g.inits)
+        graph = helper.make_graph(self.g.nodes, f"{hp.arch}_gguf", inputs, outputs,
+                                  self.g.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
                                                         helper.make_opsetid("com.microsoft", 1)],
                                   producer_name="edge_runtime.gguf2onnx")
@@ -208,8 +320,31 @@ class _Builder:
         return model
 
 
+def attn_scale(hp: LlamaHParams) -> float:
+    return float(hp.attn_scale or 1.0 / np.sqrt(hp.head_dim))
+
+
+def rope_inv_freq(model: GgufModel, base: float, scale: float = 1.0) -> np.ndarray:
+    """Inverse rope frequencies [head_dim / 2] (float64): base^(-2i/d), divided by the linear
+    scale and, when the GGUF has ``rope_freqs.weight`` (Llama 3.x rope scaling, written by
+    llama.cpp's converter), by those per-frequency factors."""
+    hd = model.hparams.head_dim
+    inv = 1.0 / (base ** (np.arange(0, hd, 2, dtype=np.float64) / hd)) / scale
+    factors = model.tensors.get("rope_freqs.weight")
+    if factors is not None and base == model.hparams.rope_theta:
+        inv = inv / dequantize(factors).astype(np.float64).reshape(-1)[: hd // 2]
+    return inv
+
+
 def build_graph(model: GgufModel, accuracy_level: int = 4,
-                lm_head_accuracy_level: int = 4, last_only: bool = True) -> onnx.ModelProto:
+                lm_head_accuracy_level: int = 4, last_only: bool = True,
+                report: dict | None = None) -> onnx.ModelProto:
     """The decoder as an in-memory ModelProto (no I/O). ``last_only``: ``logits`` is
-    [B, 1, V], the last position's (what generation needs); else [B, S, V]."""
-    return _Builder(model, accuracy_level, lm_head_accuracy_level, last_only).build()
+    [B, 1, V], the last position's (what generation needs); else [B, S, V]. ``report``, when
+    given, receives ``approximated``: {tensor: (type, max abs error)} for tensors whose
+    block type had to be re-quantized (empty for the exactly mapped types)."""
+    b = _Builder(model, accuracy_level, lm_head_accuracy_level, last_only)
+    proto = b.build()
+    if report is not None:
+        report["approximated"] = dict(b.approximated)
+    return proto

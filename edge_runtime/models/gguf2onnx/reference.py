@@ -1,8 +1,10 @@
 """An fp32 numpy forward pass over the dequantized GGUF weights, and the fidelity check.
 
-The reference follows llama.cpp's Llama graph: RMSNorm, rope on interleaved pairs (the GGUF
-stores Q/K rows permuted for that), grouped-query causal attention, SwiGLU, tied or separate
-output head. It is slow (seconds for a few hundred tokens) and meant for checks only.
+The reference follows llama.cpp's graphs for the architectures in :data:`.arch.ARCHS`:
+RMSNorm, rope on interleaved pairs (Llama: the GGUF stores Q/K rows permuted for that) or on
+halves, optional QKV bias, q/k norm, post-branch norms, scaled embeddings, causal or
+sliding-window grouped-query attention, SwiGLU or GeGLU, tied or separate output head.
+It is slow (seconds for a few hundred tokens) and meant for checks only.
 """
 from __future__ import annotations
 
@@ -35,46 +37,91 @@ def _rms(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def _rope(x: np.ndarray, pos: np.ndarray, theta: float) -> np.ndarray:
-    """x [S, heads, hd]; rotate pairs (2i, 2i+1) by pos * theta^(-2i/hd)."""
-    hd = x.shape[-1]
-    inv = 1.0 / (theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+def _rope(x: np.ndarray, pos: np.ndarray, inv: np.ndarray, interleaved: bool) -> np.ndarray:
+    """x [S, heads, hd]; rotate pairs (2i, 2i+1) (interleaved, Llama) or (i, i + hd/2)
+    (NEOX) by pos * inv[i]."""
     ang = pos[:, None].astype(np.float64) * inv[None, :]
-    cos, sin = np.cos(ang).astype(np.float32)[:, None, :], np.sin(ang).astype(np.float32)[:, None, :]
-    x0, x1 = x[..., 0::2], x[..., 1::2]
+    cos = np.cos(ang).astype(np.float32)[:, None, :]
+    sin = np.sin(ang).astype(np.float32)[:, None, :]
+    half = x.shape[-1] // 2
+    x0, x1 = (x[..., 0::2], x[..., 1::2]) if interleaved else (x[..., :half], x[..., half:])
+    r0, r1 = x0 * cos - x1 * sin, x0 * sin + x1 * cos
     out = np.empty_like(x)
-    out[..., 0::2] = x0 * cos - x1 * sin
-    out[..., 1::2] = x0 * sin + x1 * cos
+    if interleaved:
+        out[..., 0::2], out[..., 1::2] = r0, r1
+    else:
+        out[..., :half], out[..., half:] = r0, r1
     return out
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
 def reference_logits(model: GgufModel, ids: list[int]) -> np.ndarray:
     """fp32 logits [S, V] for the token ids ``ids`` (teacher-forced, no cache)."""
-    hp, t = model.hparams, model.tensors
+    from .graph import attn_scale, rope_inv_freq
+
+    hp, t, spec = model.hparams, model.tensors, model.hparams.spec
     s = len(ids)
     x = dequantize(t["token_embd.weight"])[np.asarray(ids)]
+    if spec.embed_scale:
+        x = x * np.float32(np.sqrt(hp.hidden))
     pos = np.arange(s)
-    mask = np.triu(np.full((s, s), -np.inf, np.float32), k=1)
+    causal = np.triu(np.full((s, s), -np.inf, np.float32), k=1)
+    window = causal.copy()
+    if hp.sliding_window:
+        window[pos[:, None] - pos[None, :] >= hp.sliding_window] = -np.inf
+    inv_global = rope_inv_freq(model, hp.rope_theta, hp.rope_scale)
+    inv_local = rope_inv_freq(model, spec.swa_rope_base or hp.rope_theta, 1.0)
     group = hp.n_heads // hp.n_kv_heads
+    nq, nkv = hp.n_heads * hp.head_dim, hp.n_kv_heads * hp.head_dim
+
+    def w(name: str) -> np.ndarray:
+        return dequantize(t[name])
+
     for i in range(hp.n_layers):
         p = f"blk.{i}"
-        w = {n: dequantize(t[f"{p}.{n}.weight"]) for n in
-             ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
-              "ffn_gate", "ffn_up", "ffn_down")}
-        xn = _rms(x, w["attn_norm"], hp.rms_eps)
-        q = (xn @ w["attn_q"].T).reshape(s, hp.n_heads, hp.head_dim)
-        k = (xn @ w["attn_k"].T).reshape(s, hp.n_kv_heads, hp.head_dim)
-        v = (xn @ w["attn_v"].T).reshape(s, hp.n_kv_heads, hp.head_dim)
-        q, k = _rope(q, pos, hp.rope_theta), _rope(k, pos, hp.rope_theta)
+        sliding = hp.is_sliding(i)
+        xn = _rms(x, w(f"{p}.attn_norm.weight"), hp.rms_eps)
+        if spec.fused_qkv:
+            qkv = xn @ w(f"{p}.attn_qkv.weight").T
+            q, k, v = qkv[:, :nq], qkv[:, nq:nq + nkv], qkv[:, nq + nkv:]
+        else:
+            q, k, v = (xn @ w(f"{p}.attn_{n}.weight").T for n in "qkv")
+        if spec.qkv_bias:
+            q, k, v = (y + w(f"{p}.attn_{n}.bias") for y, n in zip((q, k, v), "qkv",
+                                                                    strict=True))
+        q = q.reshape(s, hp.n_heads, hp.head_dim)
+        k = k.reshape(s, hp.n_kv_heads, hp.head_dim)
+        v = v.reshape(s, hp.n_kv_heads, hp.head_dim)
+        if spec.qk_norm:
+            q = _rms(q, w(f"{p}.attn_q_norm.weight"), hp.rms_eps)
+            k = _rms(k, w(f"{p}.attn_k_norm.weight"), hp.rms_eps)
+        inv = inv_local if sliding else inv_global
+        q = _rope(q, pos, inv, spec.rope_interleaved)
+        k = _rope(k, pos, inv, spec.rope_interleaved)
         k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
-        scores = np.einsum("qhd,khd->hqk", q, k) / np.float32(np.sqrt(hp.head_dim)) + mask
+        scores = np.einsum("qhd,khd->hqk", q, k) * np.float32(attn_scale(hp))
+        scores = scores + (window if sliding else causal)
         scores = np.exp(scores - scores.max(-1, keepdims=True))
         probs = scores / scores.sum(-1, keepdims=True)
-        attn = np.einsum("hqk,khd->qhd", probs, v).reshape(s, hp.n_heads * hp.head_dim)
-        h = x + attn @ w["attn_output"].T
-        hn = _rms(h, w["ffn_norm"], hp.rms_eps)
-        gate, up = hn @ w["ffn_gate"].T, hn @ w["ffn_up"].T
-        x = h + ((gate / (1.0 + np.exp(-gate))) * up) @ w["ffn_down"].T
+        attn = np.einsum("hqk,khd->qhd", probs, v).reshape(s, nq)
+        o = attn @ w(f"{p}.attn_output.weight").T
+        if spec.post_norms:
+            o = _rms(o, w(f"{p}.post_attention_norm.weight"), hp.rms_eps)
+        h = x + o
+        hn = _rms(h, w(f"{p}.ffn_norm.weight"), hp.rms_eps)
+        if spec.fused_gate_up:
+            gu = hn @ w(f"{p}.ffn_up.weight").T
+            gate, up = gu[:, :hp.ffn], gu[:, hp.ffn:]
+        else:
+            gate, up = hn @ w(f"{p}.ffn_gate.weight").T, hn @ w(f"{p}.ffn_up.weight").T
+        act = _gelu_tanh(gate) if spec.activation == "gelu_tanh" else gate / (1.0 + np.exp(-gate))
+        down = (act * up) @ w(f"{p}.ffn_down.weight").T
+        if spec.post_norms:
+            down = _rms(down, w(f"{p}.post_ffw_norm.weight"), hp.rms_eps)
+        x = h + down
     xn = _rms(x, dequantize(t["output_norm.weight"]), hp.rms_eps)
     return (xn @ dequantize(output_tensor(model)).T).astype(np.float32)
 
@@ -113,7 +160,8 @@ def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2) -> np.ndarray
                  "position_ids": np.arange(done, done + s, dtype=np.int64)[None], **past}
         res = sess.run(names, feeds)
         out.append(res[0][0])
-        past = {n.replace("present", "past_key_values"): v for n, v in zip(names[1:], res[1:])}
+        past = {n.replace("present", "past_key_values"): v
+                for n, v in zip(names[1:], res[1:], strict=True)}
         done += s
     return np.concatenate(out, axis=0)
 
@@ -130,7 +178,9 @@ def check_fidelity(gguf_path: Path, model_dir: Path, text: str | None = None) ->
     model_dir = Path(model_dir)
     model = read_gguf(Path(gguf_path))
     tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    ids = tok.encode(text or DEFAULT_TEXT).ids
+    ids = tok.encode(text or DEFAULT_TEXT, add_special_tokens=False).ids
+    if model.metadata.get("add_bos"):     # as the engine feeds a prompt (Gemma needs it)
+        ids = [model.bos_id] + ids
     ref = reference_logits(model, ids)
     got = onnx_logits(model_dir, ids)
     agree = float(np.mean(ref.argmax(-1) == got.argmax(-1)))

@@ -6,6 +6,13 @@ digits are split one by one (``\\p{N}``) before the GPT-2 pattern, which is
 ``Digits(individual_digits=True)`` followed by ``ByteLevel(use_regex=True)``.
 Control tokens (GGUF token type 3) become special added tokens, so ``<|im_start|>`` in a
 rendered chat template encodes to its single id.
+
+``tokenizer.ggml.model == "llama"`` is SentencePiece BPE (Gemma, Llama 2): llama.cpp merges
+the adjacent pair whose joined piece has the highest score. The equivalent ``tokenizers``
+BPE gets one merge per (left, right) split of every piece, ranked by the piece's score (as
+transformers' SentencePieceExtractor does), byte fallback to ``<0xXX>`` tokens, spaces as
+``▁`` and no pre-tokenizer; :func:`spm_reference_ids` is llama.cpp's algorithm, used to
+verify the result.
 """
 from __future__ import annotations
 
@@ -14,12 +21,13 @@ import logging
 from pathlib import Path
 
 from ...errors import ModelLoadError
-from ...llm.text_stream import byte_level_to_bytes
+from ...llm.text_stream import byte_level_to_bytes, spm_piece_to_bytes
 from .gguf_weights import GgufModel
 
 log = logging.getLogger(__name__)
 
-CONTROL, USER_DEFINED = 3, 4
+NORMAL, CONTROL, USER_DEFINED, BYTE = 1, 3, 4, 6
+SPACE = "\u2581"
 _DIGITS_FIRST = {"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva"}
 VERIFY_STRINGS = (
     "Hello world! Why is the sky blue?",
@@ -29,19 +37,92 @@ VERIFY_STRINGS = (
 )
 
 
-def token_bytes(tokens: list[str], token_types: list[int]) -> list[bytes]:
+def token_bytes(tokens: list[str], token_types: list[int], kind: str = "gpt2") -> list[bytes]:
     """The raw bytes each token id stands for (control tokens: their literal text)."""
+    if kind == "llama":
+        return [spm_piece_to_bytes(tok) for tok in tokens]
     return [tok.encode("utf-8") if token_types and token_types[i] in (CONTROL, USER_DEFINED)
             else byte_level_to_bytes(tok) for i, tok in enumerate(tokens)]
+
+
+def _is_normal(model: GgufModel, i: int) -> bool:
+    return not model.token_types or model.token_types[i] == NORMAL
+
+
+def spm_merges(model: GgufModel) -> list[tuple[str, str]]:
+    """BPE merges equivalent to score-ordered SentencePiece merging."""
+    vocab = {t: i for i, t in enumerate(model.tokens) if _is_normal(model, i)}
+    found = []
+    for piece, i in vocab.items():
+        score = model.scores[i]
+        local = [(piece[:j], piece[j:]) for j in range(1, len(piece))
+                 if piece[:j] in vocab and piece[j:] in vocab]
+        local.sort(key=lambda lr: (vocab[lr[0]], vocab[lr[1]]))
+        found += [(-score, n, lr) for n, lr in enumerate(local)]
+    found.sort(key=lambda x: (x[0], vocab[x[2][0] + x[2][1]], x[1]))
+    return [lr for _, _, lr in found]
+
+
+def spm_reference_ids(text: str, model: GgufModel, vocab: dict[str, int]) -> list[int]:
+    """llama.cpp's SentencePiece BPE of one text fragment (no special tokens in it)."""
+    if model.metadata.get("add_space_prefix"):
+        text = " " + text
+    sym = list(text.replace(" ", SPACE))
+    while len(sym) > 1:
+        best = None
+        for j in range(len(sym) - 1):
+            i = vocab.get(sym[j] + sym[j + 1])
+            if i is not None and (best is None or model.scores[i] > best[0]):
+                best = (model.scores[i], j)
+        if best is None:
+            break
+        j = best[1]
+        sym[j:j + 2] = [sym[j] + sym[j + 1]]
+    ids: list[int] = []
+    for piece in sym:
+        if piece in vocab:
+            ids.append(vocab[piece])
+        else:
+            ids += [model.tokens.index(f"<0x{b:02X}>") for b in piece.encode("utf-8")]
+    return ids
+
+
+def _build_spm(model: GgufModel):
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
+
+    vocab: dict[str, int] = {}
+    for i, t in enumerate(model.tokens):
+        vocab.setdefault(t, i)
+    unk = next((t for i, t in enumerate(model.tokens) if model.token_types
+                and model.token_types[i] == 2), None)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=spm_merges(model), unk_token=unk,
+                               fuse_unk=True, byte_fallback=True))
+    norms: list = [normalizers.Replace(" ", SPACE)]
+    dec: list = [decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse()]
+    if model.metadata.get("add_space_prefix"):
+        norms.insert(0, normalizers.Prepend(SPACE))
+        dec.append(decoders.Strip(" ", 1, 0))
+    tok.normalizer = normalizers.Sequence(norms)
+    tok.decoder = decoders.Sequence(dec)
+    types = model.token_types
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                            for i, t in enumerate(model.tokens) if types and types[i] == CONTROL])
+    tok.add_tokens([AddedToken(t, special=False, normalized=False)
+                    for i, t in enumerate(model.tokens) if types and types[i] == USER_DEFINED])
+    return tok
 
 
 def build_tokenizer(model: GgufModel):
     """A ``tokenizers.Tokenizer`` equivalent to the GGUF's byte-level BPE."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-    if model.metadata.get("tokenizer_model", "gpt2") not in ("gpt2",):
-        raise ModelLoadError("only byte-level BPE (gpt2) GGUF tokenizers are supported",
-                             hint="use a GGUF whose tokenizer.ggml.model is gpt2")
+    kind = model.metadata.get("tokenizer_model", "gpt2")
+    if kind == "llama":
+        return _build_spm(model)
+    if kind not in ("gpt2",):
+        raise ModelLoadError("only byte-level BPE (gpt2) and SentencePiece (llama) GGUF "
+                             "tokenizers are supported",
+                             hint="use a GGUF whose tokenizer.ggml.model is gpt2 or llama")
     vocab = {tok: i for i, tok in enumerate(model.tokens)}
     merges = [tuple(m.split(" ", 1)) for m in model.merges]
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
@@ -64,7 +145,8 @@ def reference_bpe_ids(piece: str, ranks: dict[tuple[str, str], int],
     """Plain-Python BPE of one pre-tokenized piece, given in byte-level characters."""
     word = list(piece)
     while len(word) > 1:
-        pairs = [(ranks.get((a, b), 1 << 30), j) for j, (a, b) in enumerate(zip(word, word[1:]))]
+        pairs = [(ranks.get((a, b), 1 << 30), j)
+                 for j, (a, b) in enumerate(zip(word, word[1:], strict=False))]
         rank, j = min(pairs)
         if rank == 1 << 30:
             break
@@ -75,24 +157,34 @@ def reference_bpe_ids(piece: str, ranks: dict[tuple[str, str], int],
 def verify_tokenizer(tok, model: GgufModel, strings: tuple[str, ...] = VERIFY_STRINGS) -> int:
     """Check tokenizer ids against a plain BPE over the GGUF merges and the GGUF's special
     token ids; check byte-exact round trips. Returns the number of strings checked."""
-    vocab = {t: i for i, t in enumerate(model.tokens)}
+    kind = model.metadata.get("tokenizer_model", "gpt2")
+    spm = kind == "llama"
+    vocab = {t: i for i, t in enumerate(model.tokens) if not spm or _is_normal(model, i)}
     ranks = {tuple(m.split(" ", 1)): r for r, m in enumerate(model.merges)}
     specials = {t: i for i, t in enumerate(model.tokens)
                 if model.token_types and model.token_types[i] in (CONTROL, USER_DEFINED)}
-    tb = token_bytes(model.tokens, model.token_types)
+    tb = token_bytes(model.tokens, model.token_types, kind)
     for s in strings:
         enc = tok.encode(s, add_special_tokens=False)
         expected: list[int] = []
+        want = b""
         for piece, special in _split_specials(s, specials):
             if special:
                 expected.append(specials[piece])
+                want += piece.encode("utf-8")
                 continue
+            if spm:
+                expected += spm_reference_ids(piece, model, vocab)
+                want += ((" " if model.metadata.get("add_space_prefix") else "")
+                         + piece).encode("utf-8")
+                continue
+            want += piece.encode("utf-8")
             for sub, _ in tok.pre_tokenizer.pre_tokenize_str(piece):
                 expected += reference_bpe_ids(sub, ranks, vocab)
         if enc.ids != expected:
             raise ModelLoadError(f"tokenizer mismatch on {s!r}: {enc.ids[:12]} vs {expected[:12]}",
                                  hint="the GGUF tokenizer settings are not supported")
-        if b"".join(tb[i] for i in enc.ids) != s.encode("utf-8"):
+        if b"".join(tb[i] for i in enc.ids) != want:
             raise ModelLoadError(f"tokenizer does not round-trip {s!r}",
                                  hint="the GGUF tokenizer settings are not supported")
     return len(strings)
