@@ -2,11 +2,12 @@
 keeps a voice session deaf until the wake word is heard.
 
 ``WakeDetector.feed`` takes float32 mono 16 kHz audio as it arrives and returns the
-detections in it; a detection is not repeated within ``refractory_s`` (one "okay nabu"
-held over several 30 ms windows is one detection). ``MicroWakeDetector`` runs the
-``pymicro-wakeword`` models (okay_nabu, hey_jarvis, hey_mycroft, alexa: tiny TFLite
-files carried by the wheel, with its own TFLite C library; no TensorFlow). A detector
-holds streaming state: one per audio stream (loading takes ~10 ms).
+detections in it: one per pass of the model's probability over its cutoff, and none
+within ``refractory_s`` of the last (an echo, or the word said twice in a row).
+``MicroWakeDetector`` runs the ``pymicro-wakeword`` models (okay_nabu, hey_jarvis,
+hey_mycroft, alexa: tiny TFLite files carried by the wheel, with its own TFLite C
+library; no TensorFlow). A detector holds streaming state: one per audio stream
+(loading takes ~10 ms).
 
 ``WakeGate`` sits in front of a ``VoiceSession``: while waiting it feeds the detector
 only; on the wake word it plays a short listening cue and passes audio to the session;
@@ -116,7 +117,9 @@ class MicroWakeDetector:
         self.phrase = self._model.wake_word
         self.cutoff = self._model.probability_cutoff if cutoff is None else cutoff
         self.refractory_s = refractory_s
+        self._stride = max(1, int(self._model.stride))
         self._steps = 0
+        self._above = False
         self._last: float | None = None
 
     def feed(self, audio: np.ndarray) -> list[WakeDetection]:
@@ -124,7 +127,11 @@ class MicroWakeDetector:
         for feats in self._features.process_streaming(float_to_int16(audio).tobytes()):
             self._steps += 1
             p = self._model.process_streaming_prob(feats)
-            if p is None or p <= self.cutoff:
+            if self._steps % self._stride:
+                continue                    # the model runs on every stride-th window only
+            above = p is not None and p > self.cutoff
+            rising, self._above = above and not self._above, above
+            if not rising:                  # one detection per pass over the cutoff
                 continue
             t = self._steps * _STEP_S
             if self._last is not None and t - self._last < self.refractory_s:
@@ -137,6 +144,7 @@ class MicroWakeDetector:
         self._model.reset()
         self._features.reset()
         self._steps = 0
+        self._above = False
         self._last = None
 
 

@@ -4,8 +4,9 @@ Streaming (``transcript-start``, ``transcript-chunk``..., then ``transcript`` an
 ``transcript-stop``) follows the protocol's rule that chunks are *appended*: they join
 into the transcript. Whisper's partial guesses can still change, so a chunk carries only
 words two partials in a row agree on, and only when they extend what was sent; the rest
-comes in a last chunk at the end. If the final transcript disagrees with what was sent
-(rare), the ``transcript`` event is the authority.
+comes in a last chunk at the end. When the final transcript has the words sent (up to
+case and punctuation) it keeps the spelling of the chunks, so they join into exactly the
+transcript; when its words differ (rare), the ``transcript`` event is the authority.
 """
 from __future__ import annotations
 
@@ -22,13 +23,23 @@ RATE = 16_000
 Send = Callable[[Event], Awaitable[None]]
 
 
+def _norm(word: str) -> str:
+    return "".join(c for c in word.lower() if c.isalnum())
+
+
+def same_words(a: list[str], b: list[str]) -> bool:
+    """Equal up to case and punctuation (Whisper's partials and final differ in both)."""
+    return len(a) == len(b) and all(_norm(x) == _norm(y) for x, y in zip(a, b, strict=True))
+
+
 def stable_prefix(a: str, b: str) -> str:
-    """The words two guesses share from the start (with the trailing space)."""
+    """The words two guesses share from the start, as ``b`` writes them (with the
+    trailing space); case and punctuation do not count as a difference."""
     out = []
     for x, y in zip(a.split(), b.split(), strict=False):
-        if x != y:
+        if _norm(x) != _norm(y):
             break
-        out.append(x)
+        out.append(y)
     return " ".join(out) + " " if out else ""
 
 
@@ -69,8 +80,9 @@ class AsrListener:
         guess = fut.result() or ""
         stable = stable_prefix(self._last, guess)
         self._last = guess
-        if len(stable) > len(self.sent) and stable.startswith(self.sent):
-            await self._chunk(stable[len(self.sent):])
+        sent, words = self.sent.split(), stable.split()
+        if len(words) > len(sent) and same_words(words[:len(sent)], sent):
+            await self._chunk(" ".join(words[len(sent):]) + " ")
 
     async def _chunk(self, text: str) -> None:
         if not self._started:
@@ -90,9 +102,16 @@ class AsrListener:
             t = await asyncio.wrap_future(self.stack.asr_pool.submit(self.stream.finish))
             text = t.text.strip()
         if self.streaming:
-            if text.startswith(self.sent.strip()) and len(text) > len(self.sent.strip()):
-                await self._chunk(text[len(self.sent):] if text.startswith(self.sent)
-                                  else text[len(self.sent.strip()):])
+            sent, words = self.sent.split(), text.split()
+            if sent and same_words(words[:len(sent)], sent):
+                # the final agrees with what was streamed: keep its spelling so that the
+                # chunks join into exactly the transcript
+                prefix, rest = self.sent, " ".join(words[len(sent):])
+                if rest:
+                    await self._chunk(rest)
+                text = (prefix + rest).strip()
+            elif not sent and text:
+                await self._chunk(text)
             elif not self._started:
                 await self.send(TranscriptStart(language=self.language).event())
                 self._started = True
