@@ -137,7 +137,7 @@ class MicroWakeDetector:
             if self._last is not None and t - self._last < self.refractory_s:
                 continue
             self._last = t
-            out.append(WakeDetection(self.name, self.phrase, t, float(p)))
+            out.append(WakeDetection(self.name, self.phrase, t, float(p or 0.0)))
         return out
 
     def reset(self) -> None:

@@ -28,6 +28,7 @@ from wyoming.wake import Detect, Detection, NotDetected
 from ..audio.errors import AudioTooLongError
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import BadInputError, EdgeError, ModelMissingError, OverloadedError
+from ..tts import SentenceChunker
 from ..types import CancelToken
 from ..voice.wake import WAKE_WORDS, MicroWakeDetector
 from .asr_out import AsrListener
@@ -126,7 +127,7 @@ class WyomingHandler(AsyncEventHandler):
         self._wake_requested: list[str] | None = None
         self._detected = False
         self._synth: Synthesizer | None = None
-        self._tts_stream = None              # SentenceChunker while synthesize-start is open
+        self._tts_stream: SentenceChunker | None = None   # while synthesize-start is open
         self._cancel = CancelToken()
 
     # -- connection ------------------------------------------------------------------
@@ -257,7 +258,7 @@ class WyomingHandler(AsyncEventHandler):
                                              timestamp=int(det.t_s * 1000)).event())
         if self._asr is None or self._overflow:
             return
-        limit = self.ctx.voice.settings.max_seconds
+        limit = self._stack("speech to text").settings.max_seconds
         if self._audio.seconds > limit:
             self._overflow = True
             raise AudioTooLongError(f"audio stream passed {limit:g} s: later audio is not "

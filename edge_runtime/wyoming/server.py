@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import logging
+from typing import Any
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ConfigError
@@ -24,7 +25,7 @@ class WyomingServer:
         self.voice = voice
         self._owns_voice = False
         self.ctx = WyomingContext(runtime, voice, clock)
-        self._server = None
+        self._server: Any = None
 
     async def start(self) -> None:
         from wyoming.server import AsyncServer

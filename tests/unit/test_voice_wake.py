@@ -158,3 +158,19 @@ def test_wake_words_and_loading():
     assert load_wake("hey_jarvis").phrase == "Hey Jarvis"
     with pytest.raises(BadInputError, match="hey_siri"):
         load_wake("hey_siri")
+
+
+def test_chat_builds_the_gate_from_the_config():
+    from types import SimpleNamespace
+
+    from edge_runtime.config import load_config
+    from edge_runtime.voice.cli import _wake_gate
+    player = VirtualSpeaker(16_000)
+    off = SimpleNamespace(runtime=SimpleNamespace(cfg=load_config(env={})))
+    assert _wake_gate(off, player) is None
+    cfg = load_config(env={}, overrides={"voice": {"wake_word": "hey_jarvis",
+                                                   "wake_timeout_s": 5, "follow_up_s": 3}})
+    gate = _wake_gate(SimpleNamespace(runtime=SimpleNamespace(cfg=cfg)), player)
+    assert gate.detector.name == "hey_jarvis" and gate.state == "waiting"
+    assert (gate.timeout_s, gate.follow_up_s) == (5.0, 3.0)
+    gate.close()
