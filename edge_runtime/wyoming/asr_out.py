@@ -13,10 +13,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from wyoming.asr import Transcript, TranscriptChunk, TranscriptStart, TranscriptStop
 from wyoming.event import Event
+
+from ..vad import Endpointer, SpeechAudio, SpeechEnd, SpeechPause, SpeechResume
 
 log = logging.getLogger(__name__)
 RATE = 16_000
@@ -43,8 +46,22 @@ def stable_prefix(a: str, b: str) -> str:
     return " ".join(out) + " " if out else ""
 
 
+_VAD_POOL: ThreadPoolExecutor | None = None
+
+
+def _vad_pool() -> ThreadPoolExecutor:
+    """One thread runs every Wyoming stream's VAD (0.1 ms a frame), off the event loop."""
+    global _VAD_POOL
+    if _VAD_POOL is None:
+        _VAD_POOL = ThreadPoolExecutor(1, thread_name_prefix="wyoming-vad")
+    return _VAD_POOL
+
+
 class AsrListener:
-    """One ``transcribe`` request: feeds the stack's ASR stream on its worker thread."""
+    """One ``transcribe`` request: the stack's VAD picks the speech out of the audio (as in
+    the voice loop: silence is not decoded, and the final decode starts at the first pause,
+    so it is usually done when ``audio-stop`` arrives); the ASR stream runs on its worker
+    thread."""
 
     def __init__(self, stack, send: Send, *, streaming: bool, partial_every_s: float,
                  language: str | None = None) -> None:
@@ -54,12 +71,39 @@ class AsrListener:
         self.language = language
         self.partial_every = int(partial_every_s * RATE)
         self.stream = stack.asr.stream()
+        self.endpointer = Endpointer(stack.vad.fork(), stack.settings.endpoint)
+        self._paused = False
+        self._held: list[np.ndarray] = []
         self.samples = 0
         self._since = 0
         self._partial: asyncio.Future | None = None
         self._last = ""                  # the previous partial guess
         self.sent = ""                   # text sent in chunks so far
         self._started = False
+
+    async def feed(self, x: np.ndarray) -> None:
+        """Audio as it arrives (float32 mono 16 kHz)."""
+        if not len(x):
+            return
+        loop = asyncio.get_running_loop()
+        for ev in await loop.run_in_executor(_vad_pool(), self.endpointer.feed, x):
+            await self._on_vad(ev)
+
+    async def _on_vad(self, ev) -> None:
+        if isinstance(ev, SpeechAudio):
+            if self._paused:
+                self._held.append(ev.samples)     # kept only if speech resumes
+            else:
+                await self.accept(ev.samples)
+        elif isinstance(ev, SpeechPause):
+            self._paused = True
+            self.stack.asr_pool.submit(self.stream.prefetch)
+        elif isinstance(ev, SpeechResume):
+            self._paused, held, self._held = False, self._held, []
+            for samples in held:
+                await self.accept(samples)
+        elif isinstance(ev, SpeechEnd):
+            self._paused, self._held = False, []  # the tail silence is not decoded
 
     async def accept(self, x: np.ndarray) -> None:
         if not len(x):
@@ -93,6 +137,8 @@ class AsrListener:
 
     async def finish(self) -> str:
         """Send the final transcript (and close the chunk stream); returns its text."""
+        for ev in self.endpointer.flush():
+            await self._on_vad(ev)
         if self._partial is not None:
             await asyncio.wait([self._partial])
             await self._take_partial()

@@ -264,7 +264,7 @@ class WyomingHandler(AsyncEventHandler):
             raise AudioTooLongError(f"audio stream passed {limit:g} s: later audio is not "
                                     "transcribed", hint="send one utterance per transcribe, "
                                     "or raise audio.max_seconds")
-        await self._asr.accept(x)
+        await self._asr.feed(x)
 
     def _feed_wake(self, x):
         return [d for w in self._wake for d in w.feed(x)]

@@ -338,3 +338,17 @@ async def test_a_port_in_use_is_a_config_error(server):
     other = WyomingServer(server.runtime, f"tcp://127.0.0.1:{server.port}", server.voice)
     with pytest.raises(ConfigError, match="cannot serve Wyoming"):
         await other.start()
+
+
+async def test_only_speech_is_decoded_and_silence_gives_an_empty_transcript(server):
+    asr = server.stack.asr
+    async with client(server) as c:
+        await c.write_event(Transcribe().event())
+        await send_audio(c, pcm(silence(2.0)))
+        events = await read_until(c, "transcript")
+        assert Transcript.from_event(events[-1]).text == "" and asr.seen == []
+        await c.write_event(Transcribe().event())
+        await send_audio(c, pcm(np.concatenate([silence(0.5), tone(1.0), silence(1.5)])))
+        events = await read_until(c, "transcript")
+    assert Transcript.from_event(events[-1]).text == "what time is it"
+    assert 1.0 <= asr.seen[-1] < 1.5         # the speech (+ pre-roll), not the 2 s of silence
