@@ -162,7 +162,12 @@ async def serve(cfg: Config) -> None:
     if cfg.wyoming.uri:                   # Home Assistant's voice protocol, same models
         from .voice.api import VOICE_KEY
         from .wyoming import start_wyoming
-        wyoming = await start_wyoming(rt, runner.app.get(VOICE_KEY))
+        try:
+            wyoming = await start_wyoming(rt, runner.app.get(VOICE_KEY))
+        except BaseException:             # e.g. its port is taken: stop what started
+            await runner.cleanup()
+            await rt.close()
+            raise
     log.info("edge-runtime ready on http://%s:%d (llm: %s, cloud: %s)", cfg.server.host,
              cfg.server.port, rt.stages.llm.device if rt.stages.llm else "unavailable",
              rt.stages.cloud.state if rt.stages.cloud else "disabled")

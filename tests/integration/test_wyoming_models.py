@@ -216,3 +216,21 @@ async def _assist(port, proc, speech):
         await c.write_event(Synthesize(text=handled.text).event())
         events = await read_until(c, "audio-stop")
     assert sum(AudioChunk.from_event(e).seconds for e in events if e.type == "audio-chunk") > 0.5
+
+
+@pytest.mark.e2e
+def test_serve_exits_with_one_line_when_the_wyoming_port_is_taken(model_dir, tmp_path):
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = dict(os.environ, EDGE_RUNTIME_PATHS__HOME=str(tmp_path / "home"))
+        r = subprocess.run(
+            [sys.executable, "-m", "edge_runtime.cli", "serve", "--port", str(free_port()),
+             "--wyoming", f"tcp://127.0.0.1:{port}", "--set", f"llm.model_dir={model_dir}",
+             "--set", "cloud.enabled=false", "--set", "voice.enabled=false",
+             "--set", "scheduler.calibrate_at_start=false", "--log-level", "ERROR"],
+            env=env, capture_output=True, text=True, timeout=180)
+    assert r.returncode != 0
+    assert "cannot serve Wyoming on" in r.stderr and "Traceback" not in r.stderr, r.stderr
