@@ -234,3 +234,30 @@ def test_serve_exits_with_one_line_when_the_wyoming_port_is_taken(model_dir, tmp
             env=env, capture_output=True, text=True, timeout=180)
     assert r.returncode != 0
     assert "cannot serve Wyoming on" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+async def test_chat_gate_wakes_on_the_word_then_answers(wavs):
+    """The `chat` loop's wake gate in front of a real voice session (real models)."""
+    from edge_runtime.audio.playback import VirtualSpeaker
+    from edge_runtime.voice.session import VoiceSession
+    from edge_runtime.voice.wake import WakeGate
+    stack = real_stack()
+    events: list[dict] = []
+    player = VirtualSpeaker(stack.tts.sample_rate)
+    gate = WakeGate(MicroWakeDetector("okay_nabu"), player, emit=events.append)
+    session = VoiceSession(stack, make_pipeline(), player, emit=gate.emit)
+    gate.attach(session)
+    mic = np.concatenate([wavs["what time is it"], silence(1.0), wavs["okay nabu"],
+                          silence(0.3), wavs["what time is it"], silence(1.5)])
+    try:
+        for i in range(0, len(mic), 512):
+            await gate.feed(mic[i:i + 512])
+        await gate.finish()
+    finally:
+        session.close()
+        gate.close()
+    kinds = [e["type"] for e in events]
+    assert kinds.count("wake") == 1 and kinds.index("wake") < kinds.index("transcript")
+    transcripts = [e["text"] for e in events if e["type"] == "transcript"]
+    assert len(transcripts) == 1 and "time" in transcripts[0].lower()   # not the first one
+    assert [e["answer"] for e in events if e["type"] == "result"] == ["It is noon."]
