@@ -92,12 +92,14 @@ class Synthesizer:
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, _END)
 
-        fut = self.stack.tts_pool.submit(work)
+        self.stack.tts_pool.submit(work)
+        done = False
         try:
             while (item := await queue.get()) is not _END:
                 if isinstance(item, Exception):
                     raise item
                 yield item
+            done = True
         finally:
-            if not fut.done():
+            if not done:                 # the send failed (client gone): stop rendering
                 self._stop.set()

@@ -352,3 +352,14 @@ async def test_only_speech_is_decoded_and_silence_gives_an_empty_transcript(serv
         events = await read_until(c, "transcript")
     assert Transcript.from_event(events[-1]).text == "what time is it"
     assert 1.0 <= asr.seen[-1] < 1.5         # the speech (+ pre-roll), not the 2 s of silence
+
+
+async def test_every_sentence_of_a_long_text_is_spoken(server):
+    tts = server.stack.tts
+    text = " ".join(f"Sentence number {i} is here." for i in range(30))
+    async with client(server) as c:
+        await c.write_event(Synthesize(text=text).event())
+        events = await read_until(c, "audio-stop")
+    assert len(tts.calls) == 30
+    seconds = sum(AudioChunk.from_event(e).seconds for e in events if e.type == "audio-chunk")
+    assert seconds == pytest.approx(sum(len(t) for t in tts.calls) * 0.01, abs=0.05)
