@@ -13,6 +13,9 @@
   microphone at -14 dB); speech onset -> playback stopped.
 * Endpoint tuning: for each end-of-speech silence, how many test utterances would be
   cut in two (VAD only, offline).
+* Wake word (``--wake-only`` for just this, ``--no-wake`` to skip): false rejects on
+  synthesized wake phrases (Piper, espeak-ng; clean and noisy) and false accepts per hour
+  on non-wake speech, per model (see ``benchmarks/wake_bench.py``).
 
 ``--json`` prints {"wer": {backend: fraction}, "first_audio_ms": {route: {"p50", "p95"}},
 "final_transcript_ms": {"p50", "p95"}, "barge_in_ms": {"p50"}, ...}.
@@ -188,6 +191,8 @@ def _pipeline(stub: bool):
 
 
 async def run(args) -> dict:
+    if args.wake_only:
+        return {"wake": wake_section(args)}
     work = Path(args.cache_dir or Path(tempfile.gettempdir()) / "edge-voice-bench")
     synth = make_command_set(work / "commands", voices=("piper", "espeak"))
     sets: dict[str, list] = {}
@@ -222,8 +227,19 @@ async def run(args) -> dict:
     out["settings"] = {"end_silence_ms": args.end_silence_ms, "asr": "whisper tiny.en int8 "
                        f"beam {settings.asr.beam_size}, window {settings.asr.window_s} s",
                        "tts": "piper joe medium", "vad": "silero"}
+    if not args.no_wake:
+        out["wake"] = wake_section(args)
     out["bench_s"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+def wake_section(args) -> dict:
+    """False rejects / false accepts per wake word (benchmarks/wake_bench.py)."""
+    try:
+        from benchmarks.wake_bench import run_wake
+    except ImportError:    # pragma: no cover
+        from wake_bench import run_wake
+    return run_wake(quick=args.quick)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="6 clips per set")
     p.add_argument("--stub", action="store_true", help="skip the real pipeline")
     p.add_argument("--cache-dir", help="where synthesized test audio is kept")
+    p.add_argument("--no-wake", action="store_true", help="skip the wake-word section")
+    p.add_argument("--wake-only", action="store_true", help="only the wake-word section")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     out = asyncio.run(run(args))

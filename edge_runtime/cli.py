@@ -55,7 +55,8 @@ def _load(args: argparse.Namespace, extra: dict[str, dict[str, Any]] | None = No
 # -- commands ------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
     from .daemon import serve
-    cfg = _load(args, {"server": {"host": args.host, "port": args.port}})
+    cfg = _load(args, {"server": {"host": args.host, "port": args.port},
+                       "wyoming": {"uri": args.wyoming}})
     asyncio.run(serve(cfg))
     return 0
 
@@ -237,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", parents=[common], help="run the daemon (HTTP API)")
     s.add_argument("--host")
     s.add_argument("--port", type=int)
+    s.add_argument("--wyoming", metavar="URI", help="also serve Wyoming (Home Assistant), "
+                   "e.g. tcp://127.0.0.1:10700 (config wyoming.uri)")
     s.set_defaults(fn=cmd_serve)
 
     s = sub.add_parser("ask", parents=[common], help="answer one request and exit")

@@ -213,6 +213,33 @@ class VoiceConfig:
     enabled: bool = True               # /v1/audio and /v1/stream in the daemon
     barge_in: bool = True
     echo_margin: float = 2.0           # user speech must be this much louder than the echo
+    wake_word: str = "none"            # okay_nabu | hey_jarvis | hey_mycroft | alexa | none:
+                                       # `chat` (and the Wyoming default) wait for it
+    wake_refractory_s: float = 2.0     # after a detection, the same word is ignored this long
+    wake_timeout_s: float = 8.0        # no speech this long after the wake word: wait again
+    follow_up_s: float = 0.0           # after an answer, listen this long without the wake
+                                       # word for a follow-up turn (0 = off)
+
+
+@dataclass(frozen=True)
+class WyomingConfig:
+    uri: str = ""                      # e.g. tcp://127.0.0.1:10700 (Home Assistant's Wyoming
+                                       # integration); "" = off. No auth: bind loopback or a
+                                       # trusted LAN address only
+
+    def parsed(self) -> tuple[str, str, int]:
+        """(scheme, host or path, port) of ``uri``; ValueError names what is wrong."""
+        from urllib.parse import urlparse
+        u = urlparse(self.uri)
+        if u.scheme == "tcp":
+            if not u.hostname or u.port is None:
+                raise ValueError("needs a host and a port, e.g. tcp://127.0.0.1:10700")
+            return "tcp", u.hostname, u.port
+        if u.scheme == "unix":
+            if not u.path:
+                raise ValueError("needs a socket path, e.g. unix:///run/edge-runtime.sock")
+            return "unix", u.path, 0
+        raise ValueError("must be tcp://HOST:PORT or unix://PATH (or \"\" for off)")
 
 
 @dataclass(frozen=True)
@@ -242,6 +269,7 @@ class Config:
     voice: VoiceConfig = field(default_factory=VoiceConfig)
     device: DeviceConfig = field(default_factory=DeviceConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+    wyoming: WyomingConfig = field(default_factory=WyomingConfig)
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
         """Return a validated copy with ``section={key: value}`` overrides applied."""
@@ -287,6 +315,20 @@ class Config:
         _check(self.audio.max_seconds > 0, "audio.max_seconds", "must be positive")
         _check(self.logging.level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR"), "logging.level",
                "must be DEBUG, INFO, WARNING or ERROR")
+        wake_words = ("okay_nabu", "hey_jarvis", "hey_mycroft", "alexa", "none")
+        _check(self.voice.wake_word in wake_words, "voice.wake_word",
+               f"must be one of {', '.join(wake_words)}")
+        _check(self.voice.wake_refractory_s >= 0, "voice.wake_refractory_s", "must be >= 0")
+        _check(self.voice.wake_timeout_s > 0, "voice.wake_timeout_s", "must be positive")
+        _check(self.voice.follow_up_s >= 0, "voice.follow_up_s", "must be >= 0")
+        if self.wyoming.uri:
+            try:
+                scheme, _, port = self.wyoming.parsed()
+            except ValueError as exc:
+                _check(False, "wyoming.uri", f"{self.wyoming.uri!r} {exc}")
+            else:
+                _check(scheme != "tcp" or 0 < port < 65536, "wyoming.uri",
+                       "port must be 1..65535")
 
     def _validate_voice(self) -> None:
         """[vad] [asr] [tts] [voice]: checked here, so a bad value fails at load and not on

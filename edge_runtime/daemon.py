@@ -177,6 +177,16 @@ async def serve(cfg: Config) -> None:
     await runner.setup()
     site = web.TCPSite(runner, cfg.server.host, cfg.server.port)
     await site.start()
+    wyoming = None
+    if cfg.wyoming.uri:                   # Home Assistant's voice protocol, same models
+        from .voice.api import VOICE_KEY
+        from .wyoming import start_wyoming
+        try:
+            wyoming = await start_wyoming(rt, runner.app.get(VOICE_KEY))
+        except BaseException:             # e.g. its port is taken: stop what started
+            await runner.cleanup()
+            await rt.close()
+            raise
     log.info("edge-runtime ready on http://%s:%d (llm: %s, cloud: %s)", cfg.server.host,
              cfg.server.port, rt.stages.llm.device if rt.stages.llm else "unavailable",
              rt.stages.cloud.state if rt.stages.cloud else "disabled")
@@ -202,5 +212,7 @@ async def serve(cfg: Config) -> None:
     finally:
         log.info("edge-runtime shutting down")
         systemd_notify.stopping()
+        if wyoming is not None:
+            await wyoming.stop()
         await runner.cleanup()
         await rt.close()

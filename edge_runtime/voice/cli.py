@@ -136,10 +136,35 @@ async def _mic_loop(service: VoiceService, player, input_device: str | None) -> 
     from .pump import feed_source
     dev = input_device or service.cfg.audio.input_device or None
     mic = MicSource(dev)
-    session = service.session(player, emit=_show)
-    _print("listening (Ctrl-C to stop)")
+    gate = _wake_gate(service, player)
+    session = service.session(player, emit=gate.emit if gate else _show)
+    if gate is None:
+        _print("listening (Ctrl-C to stop)")
+    else:
+        _print(f"say \"{gate.detector.phrase}\" to talk (Ctrl-C to stop)")
     try:
-        await feed_source(session, mic, finish=False)
+        await feed_source(gate.attach(session) if gate else session, mic, finish=False)
     finally:
         session.close()
+        if gate is not None:
+            gate.close()
     return 0
+
+
+def _wake_gate(service: VoiceService, player):
+    """The wake-word gate of config ``voice.wake_word`` (None when it is "none")."""
+    from .wake import WakeGate, load_wake
+    v = service.runtime.cfg.voice
+    detector = load_wake(v.wake_word, refractory_s=v.wake_refractory_s)
+    if detector is None:
+        return None
+
+    def show(event: dict[str, Any]) -> None:
+        if event.get("type") == "wake":
+            _print("listening…")
+        elif event.get("type") == "wake_timeout":
+            _print(f"waiting for \"{detector.phrase}\"")
+        else:
+            _show(event)
+    return WakeGate(detector, player, emit=show, timeout_s=v.wake_timeout_s,
+                    follow_up_s=v.follow_up_s)
