@@ -49,7 +49,7 @@ def _free_port() -> int:
 
 
 def speech_end_s(stack, x: np.ndarray) -> float:
-    ep = Endpointer(stack.vad.fork(), stack.settings.endpoint)
+    ep = Endpointer(stack.vad.fork(), stack.cfg.vad)
     ends = [e for e in ep.feed(x) + ep.flush() if isinstance(e, SpeechEnd)]
     return ends[-1].t_speech_end if ends else len(x) / RATE
 
@@ -110,7 +110,7 @@ async def compare(stack, pipeline, runtime, wavs: dict[str, np.ndarray], turns: 
     loop: dict[str, list[float]] = {"final_transcript_ms": [], "first_audio_ms": []}
     wy: dict[str, list[float]] = {"final_transcript_ms": [], "first_audio_ms": [],
                                   "synthesize_first_chunk_ms": []}
-    tail = stack.settings.endpoint.end_silence_ms / 1000.0
+    tail = stack.cfg.vad.end_silence_ms / 1000.0
     try:
         for r in range(turns):
             for x in wavs.values():          # interleaved, alternating who goes first
@@ -139,11 +139,12 @@ async def _main(args) -> dict:
     from benchmarks.voice_bench import SKILL_TURNS, _pipeline
     from benchmarks.voice_data import make_command_set
     from edge_runtime.audio.format import read_wav_file
-    from edge_runtime.voice.stack import VoiceSettings, VoiceStack
+    from edge_runtime.config import load_config
+    from edge_runtime.voice.stack import VoiceStack
     work = Path(tempfile.gettempdir()) / "edge-voice-bench" / "turns"
     wavs = {t: read_wav_file(p) for p, t in make_command_set(work, SKILL_TURNS,
                                                               voices=("piper",))}
-    stack = VoiceStack.load(VoiceSettings())
+    stack = VoiceStack.load(load_config(env={}))
     await stack.warm_up()
     rt, pipeline = _pipeline(args.stub)
     if rt is None:

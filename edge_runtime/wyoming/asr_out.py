@@ -71,7 +71,7 @@ class AsrListener:
         self.language = language
         self.partial_every = int(partial_every_s * RATE)
         self.stream = stack.asr.stream()
-        self.endpointer = Endpointer(stack.vad.fork(), stack.settings.endpoint)
+        self.endpointer = Endpointer(stack.vad.fork(), stack.cfg.vad)
         self._paused = False
         self._held: list[np.ndarray] = []
         self.samples = 0

@@ -191,7 +191,7 @@ class WyomingHandler(AsyncEventHandler):
 
     async def _on_describe(self, event: Event) -> None:
         stack = self.ctx.stack
-        streaming = bool(stack is not None and stack.settings.asr_partials)
+        streaming = bool(stack is not None and stack.cfg.asr.partials)
         await self.write_event(build_info(stack, streaming_asr=streaming).event())
 
     async def _on_ping(self, event: Event) -> None:
@@ -238,8 +238,8 @@ class WyomingHandler(AsyncEventHandler):
             stack = self._stack("speech to text")
             req = self._asr_requested or Transcribe()
             self._asr = AsrListener(stack, self.write_event,
-                                    streaming=stack.settings.asr_partials,
-                                    partial_every_s=stack.settings.asr_partial_every_s,
+                                    streaming=stack.cfg.asr.partials,
+                                    partial_every_s=stack.cfg.asr.partial_every_s,
                                     language=req.language)
         self._asr_requested = None
 
@@ -258,7 +258,7 @@ class WyomingHandler(AsyncEventHandler):
                                              timestamp=int(det.t_s * 1000)).event())
         if self._asr is None or self._overflow:
             return
-        limit = self._stack("speech to text").settings.max_seconds
+        limit = self._stack("speech to text").cfg.audio.max_seconds
         if self._audio.seconds > limit:
             self._overflow = True
             raise AudioTooLongError(f"audio stream passed {limit:g} s: later audio is not "

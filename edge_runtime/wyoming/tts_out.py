@@ -24,9 +24,9 @@ _END = object()
 
 
 def sentence_chunker(stack) -> SentenceChunker:
-    s = stack.settings
-    return SentenceChunker(first_min_chars=s.tts_first_chunk_chars,
-                           first_max_chars=s.tts_first_chunk_max_chars)
+    s = stack.cfg.tts
+    return SentenceChunker(first_min_chars=s.first_chunk_chars,
+                           first_max_chars=s.first_chunk_max_chars)
 
 
 class Synthesizer:

@@ -22,7 +22,7 @@ from edge_runtime.config import load_config
 from edge_runtime.errors import ConfigError
 from edge_runtime.runtime import Runtime
 from edge_runtime.voice.service import VoiceService
-from edge_runtime.voice.stack import VoiceSettings, VoiceStack
+from edge_runtime.voice.stack import VoiceStack
 from edge_runtime.wyoming import WyomingServer
 from edge_runtime.wyoming.asr_out import stable_prefix
 from tests.conftest import free_port
@@ -53,8 +53,8 @@ async def server(tmp_path):
     cfg = load_config(env={}).with_overrides(paths={"home": str(tmp_path)})
     p = make_pipeline(cfg=cfg)
     rt = Runtime(cfg=p.cfg, stages=p.s, metrics=p.metrics, pipeline=p)
-    stack = VoiceStack(VoiceSettings(asr_partial_every_s=0.2), EnergyVad(), RecordingAsr(),
-                       FakeTts(seconds_per_char=0.01))
+    stack = VoiceStack(cfg.with_overrides(asr={"partial_every_s": 0.2}), EnergyVad(),
+                       RecordingAsr(), FakeTts(seconds_per_char=0.01))
     port = free_port()
     srv = WyomingServer(rt, f"tcp://127.0.0.1:{port}", VoiceService(rt, stack=stack))
     await srv.start()
