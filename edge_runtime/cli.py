@@ -171,6 +171,9 @@ def cmd_models(args: argparse.Namespace) -> int:
         for name in names:
             if store.entry(name).build:
                 print(f"{name}: built {store.build(name, force=args.force)}")
+        if cfg.nlu.home and not getattr(args, "name", None):
+            from .nlu.home.serve import build_default
+            print(f"home understanding: built {build_default(cfg.nlu, force=args.force)}")
     elif args.action == "list":
         rows = [store.status(n) for n in (names if args.name else store.manifest)]
         if args.json:

@@ -97,6 +97,13 @@ class Understander:
             self._classifier, self._vocab = self._train(settings)
         self._vocab_list = sorted(self._vocab)
         self._near: dict[str, bool] = {}     # unknown word -> near a known one (bounded memo)
+        self._home: Any = None               # nlu.home.serve.HomeUnderstanding, attached later
+
+    def attach_home(self, home: Any) -> None:
+        """Answer home requests with ``home`` (``nlu.home.serve.HomeUnderstanding``) first;
+        its intents join ``intents`` (built-in ones keep their names)."""
+        self.intents = IntentSet({**home.specs(), **self.intents.intents}, self.intents.source)
+        self._home = home
 
     @staticmethod
     def clear_model_cache() -> None:
@@ -243,6 +250,10 @@ class Understander:
                                 f"{self.max_text_chars} (nlu.max_text_chars)",
                                 hint="shorten the request or raise nlu.max_text_chars")
         normalized = normalize_text(text)
+        home = self._home.parse(text) if self._home is not None and has_letters(normalized) \
+            else None
+        if home is not None:
+            return home
         tokens = tokenize(normalized)
         found = self.extractor.extract_tokens(normalized, tokens) if has_letters(normalized) else {}
         name, confidence = self._classify(normalized, tokens, found)

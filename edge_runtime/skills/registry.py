@@ -16,6 +16,9 @@ from .conversation import GoodbyeSkill, GreetingSkill, HelpSkill, StopSkill, Tha
 from .conversion import UnitConvertSkill
 from .datetime_skills import DateSkill, TimeSkill
 from .devices import DeviceSkill, DeviceStore
+from .home import ClarifySkill, HomeSkill
+from .home_state import SimHome
+from .home_timers import HomeTimers
 from .timers import TimerSkill, TimerStore
 
 log = logging.getLogger(__name__)
@@ -25,6 +28,7 @@ _SUMMARIES = {
     "time": "tell the time", "date": "tell the date", "timer": "run timers",
     "arithmetic": "do arithmetic", "unit_convert": "convert units",
     "device": "switch devices on or off",
+    "home": "control lights, covers, the thermostat, music and your lists",
 }
 
 
@@ -36,6 +40,7 @@ class SkillRegistry:
         self._skills = dict(skills)
         self.timers = timers
         self.devices = devices
+        self.home: SimHome | None = None
 
     @classmethod
     def from_config(cls, cfg: SkillsConfig, clock: Clock,
@@ -52,6 +57,10 @@ class SkillRegistry:
                       TimerSkill(timers, cfg.timezone), ArithmeticSkill(), UnitConvertSkill(),
                       GreetingSkill(clock, cfg.timezone), GoodbyeSkill(), ThanksSkill(),
                       HelpSkill(registry.capabilities), StopSkill(), DeviceSkill(devices)):
+            skills[skill.name] = skill
+        registry.home = SimHome(devices.areas, devices.devices)
+        for skill in (HomeSkill(registry.home, skills["device"], HomeTimers(timers)),
+                      ClarifySkill()):
             skills[skill.name] = skill
         registry._skills = skills
         log.info("skills ready: %s", ", ".join(skills))
