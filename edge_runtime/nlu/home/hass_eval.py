@@ -218,3 +218,16 @@ def format_report(report: dict) -> str:
     for m in report.get("misses", []):
         lines.append(f"  miss: {m['sentence']!r} expected {m['expected']} got {m['got']}")
     return "\n".join(lines)
+
+
+def main_hass(args) -> int:
+    """``nlu eval --hass DIR [--home MODEL] [--json] [--misses N]``."""
+    import json
+
+    from ...config import NluConfig
+    from .serve import build_default
+
+    cfg = NluConfig(home_dir=args.home or "")
+    report = evaluate(args.hass, HomeModel(build_default(cfg)), misses=args.misses)
+    print(json.dumps(report) if args.json else format_report(report))
+    return 0

@@ -45,7 +45,8 @@ class HomeParse:
     intent: str                     # a Home Assistant intent, or ``oos``
     confidence: float
     slots: dict[str, Any] = field(default_factory=dict)
-    accepted: bool = False          # confidence >= the intent's calibrated threshold
+    accepted: bool = False          # confident enough and complete: act on it
+    missing: tuple[str, ...] = ()   # the required slots it lacks (one of them is needed)
     runner_up: str = ""             # the second most likely intent (for asking back)
 
 
@@ -98,7 +99,32 @@ class HomeSlotFiller(SlotFiller):
 
 
 _EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
-                         "from", "them", "it", "this", "that", "please"))
+                         "from", "them", "it", "this", "that", "please", "me", "you", "us"))
+_TIME_UNITS = frozenset(("hour", "minute", "second"))
+# an intent acts only with one of these slots; without, it is asked back
+REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
+            "HassSetVolume": ("volume_level",), "HassSetVolumeRelative": ("volume_step",),
+            "HassSetPosition": ("position",), "HassClimateSetTemperature": ("temperature",),
+            "HassFanSetSpeed": ("percentage",), "HassClimateSetFanMode": ("fan_mode",),
+            "HassMediaSearchAndPlay": ("search_query",),
+            "HassIncreaseTimer": ("hours", "minutes", "seconds"),
+            "HassDecreaseTimer": ("hours", "minutes", "seconds"),
+            "HassStartTimer": ("hours", "minutes", "seconds", "conversation_command"),
+            **{i: ("item",) for i in ("HassShoppingListAddItem", "HassShoppingListCompleteItem",
+                                      "HassListAddItem", "HassListCompleteItem",
+                                      "HassListRemoveItem")}}
+_UP = frozenset(("louder", "up", "raise", "increase", "higher", "crank", "pump", "boost"))
+_DOWN = frozenset(("quieter", "softer", "down", "lower", "decrease", "reduce", "quiet"))
+
+
+def spoken_units(words: list[str]) -> list[str]:
+    """ "an hour" -> "1 hour", "a minute and a half" -> "1 minute and a half"."""
+    out = list(words)
+    for i in range(len(out) - 1):
+        if out[i] in ("a", "an") and out[i + 1].rstrip("s") in _TIME_UNITS and \
+                (i == 0 or out[i - 1] not in ("and", "half")):
+            out[i] = "1"
+    return out
 _NOT_WILD = frozenset(NUMBER_WORDS | {"hour", "hours", "minute", "minutes", "second", "seconds",
                                       "half", "s", "timer", "timers"})
 
@@ -227,15 +253,25 @@ class HomeModel:
         label = self.classifier.labels[max(rows, key=lambda i: probs[i])]
         slots = self._slots(intent, label, text, found, masked)
         slots.update(fixed)
-        return HomeParse(intent, confidence, slots, confidence >= self.threshold(intent), second)
+        need = REQUIRED.get(intent, ())
+        missing = need if need and not any(k in slots for k in need) else ()
+        return HomeParse(intent, confidence, slots,
+                         confidence >= self.threshold(intent) and not missing, second, missing)
 
     def _slots(self, intent: str, label: str, text: str, found: list[Match],
                masked: list[str]) -> dict:
         allowed = self.intent_slots.get(intent, set())
         slots: dict[str, Any] = {}
         if intent in self.filler.intents:
-            slots.update((k, typed(v)) for k, v in self.filler.fill(intent, plain_text(masked))
+            plain = plain_text(spoken_units(masked))
+            slots.update((k, typed(v)) for k, v in self.filler.fill(intent, plain)
                          if k not in ENTITY_SLOTS)
+        if intent == "HassSetVolumeRelative" and "volume_step" not in slots:
+            said = set(masked)
+            if said & _UP and not said & _DOWN:
+                slots["volume_step"] = "up"
+            elif said & _DOWN and not said & _UP:
+                slots["volume_step"] = "down"
         for m in found:
             if m.slot in allowed and m.slot not in slots:
                 slots[m.slot] = m.value

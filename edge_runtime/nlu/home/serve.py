@@ -105,6 +105,12 @@ class HomeUnderstanding:
             return None
         if hp.accepted:
             return Intent(hp.intent, hp.confidence, hp.slots)
+        if hp.missing and hp.confidence >= self.model.threshold(hp.intent):
+            lacking = " or ".join(m.replace("_", " ") for m in hp.missing)
+            question = f"I understood: {describe(hp.intent, hp.slots)}, but not the " \
+                       f"{lacking}. Please say it again."
+            return Intent(CLARIFY, hp.confidence, {"question": question, "intent": hp.intent,
+                                                   "missing": list(hp.missing)})
         if hp.confidence < ASK_SHARE * self.model.threshold(hp.intent):
             return None
         question = f"Did you mean: {describe(hp.intent, hp.slots)}? Please say it again."
