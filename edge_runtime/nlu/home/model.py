@@ -246,7 +246,7 @@ class HomeModel:
         intent = self._intents[top]
         second = self._intents[int(np.argsort(per_intent)[-2])] if len(self._intents) > 1 else ""
         if intent == OTHER:
-            return HomeParse(OTHER, confidence, {}, False, second)
+            return HomeParse(OTHER, confidence, {}, runner_up=second)
         # the fixed slots of the intent's most likely label
         rows = [i for i, (name, _) in enumerate(self._intent_of) if name == intent]
         _, fixed = self._intent_of[max(rows, key=lambda i: probs[i])]
@@ -256,7 +256,8 @@ class HomeModel:
         need = REQUIRED.get(intent, ())
         missing = need if need and not any(k in slots for k in need) else ()
         return HomeParse(intent, confidence, slots,
-                         confidence >= self.threshold(intent) and not missing, second, missing)
+                         accepted=confidence >= self.threshold(intent) and not missing,
+                         missing=missing, runner_up=second)
 
     def _slots(self, intent: str, label: str, text: str, found: list[Match],
                masked: list[str]) -> dict:
