@@ -143,6 +143,8 @@ class HomeSkill:
 
     def _position(self, slots: dict[str, Any]) -> str:
         cover = self._cover({**slots, "domain": "cover"})
+        if cover is None:
+            raise SkillInputError("Which cover should I move?")
         level = _num(slots.get("position"))
         if level is None or not 0 <= level <= 100:
             raise SkillInputError(f"How far should I open the {cover}? Say a percentage.")

@@ -59,9 +59,10 @@ class SkillRegistry:
                       HelpSkill(registry.capabilities), StopSkill(), DeviceSkill(devices)):
             skills[skill.name] = skill
         registry.home = SimHome(devices.areas, devices.devices)
-        for skill in (HomeSkill(registry.home, skills["device"], HomeTimers(timers)),
-                      ClarifySkill()):
-            skills[skill.name] = skill
+        device_skill = skills["device"]
+        assert isinstance(device_skill, DeviceSkill)
+        skills["home"] = HomeSkill(registry.home, device_skill, HomeTimers(timers))
+        skills["clarify"] = ClarifySkill()
         registry._skills = skills
         log.info("skills ready: %s", ", ".join(skills))
         return registry

@@ -79,6 +79,13 @@ class HomeSlotFiller(SlotFiller):
     """``SlotFiller`` that looks for misheard values only when a word is new to the intent
     (the sound-alike search is most of a parse's time, and typed text rarely needs it)."""
 
+    def fill_exact(self, intent: str, text: str) -> tuple[tuple[str, str], ...]:
+        """``fill`` without the sound-alike search (exact phrases and numbers only)."""
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy.fuzzy = False
+        return copy.fill(intent, text)
+
     def drop_entity_phrases(self) -> None:
         """Forget area, floor and name phrases (the home's lists are matched separately)."""
         for table in self.phrases.values():
@@ -90,7 +97,11 @@ class HomeSlotFiller(SlotFiller):
                     del table[phrase]
         self._index()
 
+    fuzzy = True
+
     def _fuzzy_hits(self, intent: str, words: list[str], used: list[bool]):
+        if not self.fuzzy:
+            return iter(())
         vocab = self.vocab.get(intent, set())
         if all(u or w in vocab or w in _PLACEHOLDERS or number_word(w)
                for w, u in zip(words, used, strict=True)):
@@ -235,13 +246,14 @@ class HomeModel:
         reduced = self.lists.matches(words, skip=self.vocab)
         if reduced != options[0]:
             options.append(reduced)
-        best = None
+        best: tuple | None = None
         for found in options:
             masked = HomeLists.mask(words, found)
             probs, per_intent = self._classify(masked)
             top = int(per_intent.argmax())
             if best is None or per_intent[top] > best[0]:
                 best = (float(per_intent[top]), top, probs, per_intent, found, masked)
+        assert best is not None
         confidence, top, probs, per_intent, found, masked = best
         intent = self._intents[top]
         second = self._intents[int(np.argsort(per_intent)[-2])] if len(self._intents) > 1 else ""
@@ -265,8 +277,11 @@ class HomeModel:
         slots: dict[str, Any] = {}
         if intent in self.filler.intents:
             plain = plain_text(spoken_units(masked))
-            slots.update((k, typed(v)) for k, v in self.filler.fill(intent, plain)
-                         if k not in ENTITY_SLOTS)
+            filled = self.filler.fill_exact(intent, plain)
+            need = REQUIRED.get(intent, ())
+            if need and not any(k in dict(filled) for k in need):
+                filled = self.filler.fill(intent, plain)       # misheard values too
+            slots.update((k, typed(v)) for k, v in filled if k not in ENTITY_SLOTS)
         if intent == "HassSetVolumeRelative" and "volume_step" not in slots:
             said = set(masked)
             if said & _UP and not said & _DOWN:
