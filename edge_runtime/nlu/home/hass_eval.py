@@ -201,7 +201,8 @@ def evaluate(root: str | Path, model: HomeModel, with_hassil: bool = True,
     for key, values in (("parse_ms", times), ("parse_cpu_ms", cpu)):   # wall, and CPU (one core)
         values.sort()
         report[f"{key}_p50"] = round(values[len(values) // 2] * 1000, 3)
-        report[f"{key}_p99"] = round(values[min(len(values) - 1, int(len(values) * 0.99))] * 1000, 3)
+        p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+        report[f"{key}_p99"] = round(p99 * 1000, 3)
     report["top_intent_accuracy"] = sum(i == c.intent for c, i, _, _ in ours) / max(len(ours), 1)
     if hassil is not None:
         report["hassil"] = _score(theirs)
