@@ -124,6 +124,14 @@ REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
             **{i: ("item",) for i in ("HassShoppingListAddItem", "HassShoppingListCompleteItem",
                                       "HassListAddItem", "HassListCompleteItem",
                                       "HassListRemoveItem")}}
+# a yes/no question is never a command ("did i leave the lights on")
+_QUESTION_STARTS = frozenset(("is", "are", "did", "do", "does", "have", "has", "was", "were"))
+ACTIONS = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition",
+                     "HassClimateSetTemperature", "HassSetVolume", "HassSetVolumeRelative",
+                     "HassStartTimer", "HassCancelTimer", "HassCancelAllTimers",
+                     "HassIncreaseTimer", "HassDecreaseTimer", "HassPauseTimer",
+                     "HassUnpauseTimer", "HassMediaPause", "HassMediaUnpause", "HassMediaNext",
+                     "HassMediaPrevious", "HassShoppingListAddItem", "HassListAddItem"))
 _UP = frozenset(("louder", "up", "raise", "increase", "higher", "crank", "pump", "boost"))
 _DOWN = frozenset(("quieter", "softer", "down", "lower", "decrease", "reduce", "quiet"))
 
@@ -264,11 +272,18 @@ class HomeModel:
         _, fixed = self._intent_of[max(rows, key=lambda i: probs[i])]
         label = self.classifier.labels[max(rows, key=lambda i: probs[i])]
         slots = self._slots(intent, label, text, found, masked)
+        step = slots.get("volume_step")
+        if intent == "HassSetVolumeRelative" and isinstance(step, (int, float)) and \
+                "by" not in masked and not set(masked) & (_UP | _DOWN):
+            intent = "HassSetVolume"             # "volume 40 percent": a level, not a step
+            slots["volume_level"] = slots.pop("volume_step")
         slots.update(fixed)
         need = REQUIRED.get(intent, ())
         missing = need if need and not any(k in slots for k in need) else ()
+        question = words[0] in _QUESTION_STARTS and intent in ACTIONS
         return HomeParse(intent, confidence, slots,
-                         accepted=confidence >= self.threshold(intent) and not missing,
+                         accepted=confidence >= self.threshold(intent) and not missing
+                         and not question,
                          missing=missing, runner_up=second)
 
     def _slots(self, intent: str, label: str, text: str, found: list[Match],
