@@ -58,14 +58,19 @@ class SkillRegistry:
                       GreetingSkill(clock, cfg.timezone), GoodbyeSkill(), ThanksSkill(),
                       HelpSkill(registry.capabilities), StopSkill(), DeviceSkill(devices)):
             skills[skill.name] = skill
-        registry.home = SimHome(devices.areas, devices.devices)
-        device_skill = skills["device"]
-        assert isinstance(device_skill, DeviceSkill)
-        skills["home"] = HomeSkill(registry.home, device_skill, HomeTimers(timers))
-        skills["clarify"] = ClarifySkill()
         registry._skills = skills
         log.info("skills ready: %s", ", ".join(skills))
         return registry
+
+    def add_home(self) -> None:
+        """Add the ``home`` skill (Home Assistant intents on the simulated home,
+        ``home_state.SimHome``) and ``clarify`` (asks unsure home requests back)."""
+        device_skill = self._skills.get("device")
+        if not isinstance(device_skill, DeviceSkill) or self.devices is None or self.timers is None:
+            raise ValueError("the home skill needs the device skill and the timer store")
+        self.home = SimHome(self.devices.areas, self.devices.devices)
+        self._skills["home"] = HomeSkill(self.home, device_skill, HomeTimers(self.timers))
+        self._skills["clarify"] = ClarifySkill()
 
     @property
     def names(self) -> tuple[str, ...]:

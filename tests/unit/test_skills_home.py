@@ -139,3 +139,15 @@ def test_timers_adjust_pause_resume_and_ask_back(skill: HomeSkill, clock: FakeCl
 def test_clarify_speaks_the_question() -> None:
     assert ClarifySkill().handle(Intent("clarify", 0.5, {"question": "Which timer?"}), "") == \
         "Which timer?"
+
+
+def test_registry_adds_the_home_skills_on_request(clock: FakeClock) -> None:
+    from edge_runtime.config import SkillsConfig
+    from edge_runtime.skills.registry import SkillRegistry
+
+    registry = SkillRegistry.from_config(SkillsConfig(timezone="UTC"), clock)
+    assert registry.get("home") is None
+    registry.add_home()
+    assert isinstance(registry.get("home"), HomeSkill)
+    assert isinstance(registry.get("clarify"), ClarifySkill)
+    assert registry.home is not None and "kitchen lights" in registry.home.entities()
