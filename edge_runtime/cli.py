@@ -184,6 +184,10 @@ def cmd_models(args: argparse.Namespace) -> int:
         for name in names:
             if store.entry(name).build:
                 print(f"{name}: built {store.build(name, force=args.force)}")
+        if cfg.nlu.home and not getattr(args, "name", None):
+            from .nlu.home.serve import build_default, with_home_dir
+            nlu = with_home_dir(cfg.nlu, cfg.paths.resolved_home())
+            print(f"home understanding: built {build_default(nlu, force=args.force)}")
     elif args.action == "list":
         rows = [store.status(n) for n in (names if args.name else store.manifest)]
         if args.json:

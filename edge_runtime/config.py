@@ -78,6 +78,8 @@ class NluConfig:
         "area": ("kitchen", "living room", "bedroom", "bathroom", "office", "garage", "hallway"),
         "device": ("lights", "lamp", "fan", "heater", "tv", "speaker", "thermostat"),
     })
+    home: bool = True                  # the Home Assistant intent set (nlu/home), no torch
+    home_dir: str = ""                 # its built model; "" = ~/.cache/edge-runtime/nlu/home-v1
 
 
 @dataclass(frozen=True)

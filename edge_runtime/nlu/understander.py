@@ -24,6 +24,8 @@ HassStartTimer -> ``timer_set`` with ``duration_s``).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import logging
 import threading
@@ -99,6 +101,13 @@ class Understander:
             self._classifier, self._vocab = self._train(settings)
         self._vocab_list = sorted(self._vocab)
         self._near: dict[str, bool] = {}     # unknown word -> near a known one (bounded memo)
+        self._home: Any = None               # nlu.home.serve.HomeUnderstanding, attached later
+
+    def attach_home(self, home: Any) -> None:
+        """Answer home requests with ``home`` (``nlu.home.serve.HomeUnderstanding``) first;
+        its intents join ``intents`` (built-in ones keep their names)."""
+        self.intents = IntentSet({**home.specs(), **self.intents.intents}, self.intents.source)
+        self._home = home
 
     @staticmethod
     def clear_model_cache() -> None:
@@ -244,6 +253,10 @@ class Understander:
                 raise BadInputError(f"text must be a string, got {type(text).__name__}")
             text = Query.build(text, max_chars=self.max_text_chars)
         raw, normalized = text.text, text.normalized
+        home = self._home.parse(raw) if self._home is not None and has_letters(normalized) \
+            else None
+        if home is not None:
+            return dataclasses.replace(home, text=normalized)
         tokens = tokenize(normalized)
         found = self.extractor.extract_tokens(normalized, tokens) if has_letters(normalized) else {}
         name, confidence = self._classify(normalized, tokens, found)

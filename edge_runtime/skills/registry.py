@@ -16,6 +16,9 @@ from .conversation import GoodbyeSkill, GreetingSkill, HelpSkill, StopSkill, Tha
 from .conversion import UnitConvertSkill
 from .datetime_skills import DateSkill, TimeSkill
 from .devices import DeviceSkill, DeviceStore
+from .home import ClarifySkill, HomeSkill
+from .home_state import SimHome
+from .home_timers import HomeTimers
 from .timers import TimerSkill, TimerStore
 
 log = logging.getLogger(__name__)
@@ -25,6 +28,7 @@ _SUMMARIES = {
     "time": "tell the time", "date": "tell the date", "timer": "run timers",
     "arithmetic": "do arithmetic", "unit_convert": "convert units",
     "device": "switch devices on or off",
+    "home": "control lights, covers, the thermostat, music and your lists",
 }
 
 
@@ -36,6 +40,7 @@ class SkillRegistry:
         self._skills = dict(skills)
         self.timers = timers
         self.devices = devices
+        self.home: SimHome | None = None
 
     @classmethod
     def from_config(cls, cfg: SkillsConfig, clock: Clock,
@@ -56,6 +61,16 @@ class SkillRegistry:
         registry._skills = skills
         log.info("skills ready: %s", ", ".join(skills))
         return registry
+
+    def add_home(self) -> None:
+        """Add the ``home`` skill (Home Assistant intents on the simulated home,
+        ``home_state.SimHome``) and ``clarify`` (asks unsure home requests back)."""
+        device_skill = self._skills.get("device")
+        if not isinstance(device_skill, DeviceSkill) or self.devices is None or self.timers is None:
+            raise ValueError("the home skill needs the device skill and the timer store")
+        self.home = SimHome(self.devices.areas, self.devices.devices)
+        self._skills["home"] = HomeSkill(self.home, device_skill, HomeTimers(self.timers))
+        self._skills["clarify"] = ClarifySkill()
 
     @property
     def names(self) -> tuple[str, ...]:

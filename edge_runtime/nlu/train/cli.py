@@ -57,7 +57,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_eval_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", required=True, help="evaluation rows: .jsonl or intent .yaml")
+    p.add_argument("--data", help="evaluation rows: .jsonl or intent .yaml")
+    p.add_argument("--hass", help="a folder of Home Assistant sentence-test YAML files: score "
+                                  "the home model and hassil side by side (instead of --data)")
+    p.add_argument("--home", default="", help="home model directory for --hass (default: the "
+                                              "one `models build` writes; built if missing)")
+    p.add_argument("--misses", type=int, default=0, help="with --hass: list this many misses")
     p.add_argument("--model", help="a model directory from `nlu train` (default: v1 classifier)")
     p.add_argument("--intents", default="", help="intent file for the v1 classifier / slots")
     p.add_argument("--json", action="store_true",
@@ -109,6 +114,12 @@ def eval_main(args: argparse.Namespace) -> int:
     from .datasets import read_examples
     from .evaluation import build_understander, evaluate, format_report
 
+    if args.hass:
+        from .home.hass_eval import main_hass
+        return main_hass(args)
+    if not args.data:
+        raise ConfigError("nlu eval needs --data FILE or --hass DIR",
+                          hint="e.g. edge-runtime nlu eval --hass tests/data/hass_eval")
     rows = read_examples(args.data)
     if args.model and not Path(args.model).expanduser().is_dir():
         raise ConfigError(f"model directory {args.model} does not exist",

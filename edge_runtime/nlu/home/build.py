@@ -1,0 +1,244 @@
+"""Build the home model: Home Assistant templates -> a calibrated numpy classifier (no torch).
+
+``build_home_model(out)`` (run by ``edge-runtime models build``, or at the first daemon
+start; about half a minute on one core) samples every English template of the pinned
+``home-assistant-intents`` (``sample.Sampler``), rewrites them toward natural speech
+(``augment.variant``), adds the built-in non-home intents' examples as ``oos``, and trains
+the masked-n-gram classifier (``sgd.train_sparse``). Honest calibration: about a fifth of
+each intent's templates are held out, a first model is trained without them, and each
+intent's threshold is the lowest confidence at which that model's answers on the held-out
+sentences have the wrong intent at most ``max_wrong`` of the time (3 % for intents
+that only answer, ``READ_ONLY``: a wrong answer, not a wrong action); the report keeps
+the held-out accuracy and wrong-action rate. The final model is trained on all templates.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import logging
+import random
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..datasets import Example
+from ..loader import BUILTIN_INTENTS
+from ..text import normalize_text
+from .augment import variant
+from .lists import ENTITY_SLOTS, HomeLists
+from .model import (CLASSIFIER_FILE, HOME_FILE, HOME_FORMAT, OTHER, HomeModel, features,
+                    plain_text, wild_keys)
+from .sample import Sampler, Sentence, split_label
+from .sgd import train_sparse
+
+log = logging.getLogger(__name__)
+
+PACKAGES = ("home-assistant-intents", "hassil")
+# built-in intents that are not home requests (the rest overlap Home Assistant's)
+_OTHER_INTENTS = ("arithmetic", "unit_convert", "greeting", "goodbye", "thanks", "help", "oos")
+_MIN_THRESHOLD, _MAX_THRESHOLD = 0.35, 0.97
+# intents that only answer (no action): calibrated for at most this share of wrong answers
+READ_ONLY = frozenset(("HassGetState", "HassClimateGetTemperature", "HassTimerStatus",
+                       "HassGetWeather", "HassGetCurrentTime", "HassGetCurrentDate"))
+READ_ONLY_MAX_WRONG = 0.03
+
+
+def installed_pins() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _other_rows(home: HomeLists) -> list[list[str]]:
+    data = yaml.safe_load(BUILTIN_INTENTS.read_text(encoding="utf-8"))["intents"]
+    rows = []
+    for name in _OTHER_INTENTS:
+        for text in data.get(name, {}).get("examples", []):
+            words = normalize_text(text).split()
+            rows.append(HomeLists.mask(words, home.matches(words)))
+    return rows
+
+
+EXTRA_FILE = Path(__file__).with_name("extra.yaml")
+
+
+def _extra_rows() -> list[tuple[list[str], str]]:
+    data = yaml.safe_load(EXTRA_FILE.read_text(encoding="utf-8"))
+    return [(str(t).split(), label) for label, texts in data.items() for t in texts]
+
+
+def _training_set(rows: list[Sentence], other: list[list[str]], rng: random.Random,
+                  copies: int) -> tuple[list, list[str], list[float]]:
+    per_intent: dict[str, int] = defaultdict(int)
+    for r in rows:
+        per_intent[split_label(r.label)[0]] += 1
+    feats, labels, weights = [], [], []
+    for r in rows:
+        w = (per_intent[split_label(r.label)[0]] / 50.0) ** -0.5
+        for c in range(copies):
+            words = r.masked if c == 0 else variant(r.masked, rng)
+            feats.append(features(words))
+            labels.append(r.label)
+            weights.append(w)
+    w_other = (len(other) / 50.0) ** -0.5
+    for words in other:
+        for c in range(copies):
+            feats.append(features(words if c == 0 else variant(words, rng)))
+            labels.append(OTHER)
+            weights.append(w_other)
+    for words, label in _extra_rows():
+        for c in range(copies * 2):
+            feats.append(features(words if c == 0 else variant(words, rng)))
+            labels.append(label)
+            weights.append(1.0)
+    return feats, labels, weights
+
+
+def _wild_contexts(rows: list[Sentence]) -> dict:
+    out: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    for r in rows:
+        for slot, value in r.wild.items():
+            words = value.split()
+            padded = ["<s>", "<s>", *r.masked, "</s>", "</s>"]
+            for i in range(2, len(padded) - len(words) - 1):
+                if padded[i:i + len(words)] == words:
+                    keys = wild_keys(padded, i, i + len(words))
+                    for level, (a, b) in zip((2, 1), keys, strict=True):
+                        out[r.label][slot].add((a, b, level))
+                    break
+    return {lab: {s: sorted([list(a), list(b), lv] for a, b, lv in c) for s, c in d.items()}
+            for lab, d in out.items()}
+
+
+def _filler(rows: list[Sentence], home: HomeLists):
+    from ..hass import HassData
+    hass = HassData(areas=home.areas, floors=home.floors, names=dict(home.names))
+    from .model import HomeSlotFiller
+    skip = {*ENTITY_SLOTS, "domain"}
+    examples = [Example(plain_text(r.masked), split_label(r.label)[0],
+                        tuple(sorted((k, v) for k, v in r.slots.items()
+                                     if k not in skip and k not in r.wild)))
+                for r in rows]
+    filler = HomeSlotFiller(hass, examples)
+    filler.drop_entity_phrases()
+    return filler
+
+
+def same_slots(gold: dict[str, Any], got: dict[str, Any]) -> bool:
+    """Slot dicts equal, values compared as normalized text (numbers without .0)."""
+    def canon(d):
+        return {k: normalize_text(str(int(v) if isinstance(v, float) and v.is_integer() else v))
+                for k, v in d.items()}
+    return canon(gold) == canon(got)
+
+
+def _write(out: Path, classifier, filler, rows: list[Sentence], home: HomeLists,
+           thresholds: dict[str, float], default: float, report: dict) -> None:
+    intent_slots: dict[str, set] = defaultdict(set)
+    vocab: set[str] = set()
+    for r in rows:
+        intent_slots[split_label(r.label)[0]].update(r.slots)
+        vocab.update(w for w in r.masked if not w.startswith("@"))
+    meta = {"format": HOME_FORMAT, "templates": installed_pins(), "lists": home.to_dict(),
+            "filler": filler.to_dict(), "wild": _wild_contexts(rows),
+            "thresholds": thresholds, "default_threshold": default,
+            "intent_slots": {k: sorted(v) for k, v in sorted(intent_slots.items())},
+            "vocab": sorted(vocab), "report": report}
+    out.mkdir(parents=True, exist_ok=True)
+    classifier.save(out / CLASSIFIER_FILE)
+    tmp = out / f".{HOME_FILE}.tmp"
+    tmp.write_text(json.dumps(meta), encoding="utf-8")
+    tmp.replace(out / HOME_FILE)
+
+
+def _calibrate(model: HomeModel, rows: list[Sentence], max_wrong: float
+               ) -> tuple[dict[str, float], float, dict]:
+    scored = []          # (predicted intent, confidence, right)
+    intent_ok = exact = 0
+    for r in rows:
+        gold_intent = split_label(r.label)[0]
+        p = model.parse(r.text)
+        ok = p.intent == gold_intent
+        right = ok and same_slots(r.slots, p.slots)
+        intent_ok += ok
+        exact += right
+        scored.append((p.intent, p.confidence, ok, right))
+
+    def lowest(items, max_wrong=max_wrong):
+        items = sorted(items, key=lambda x: -x[1])
+        best, wrong = _MAX_THRESHOLD, 0
+        for n, (_, conf, right, _) in enumerate(items, 1):
+            wrong += not right
+            if wrong <= max_wrong * n:
+                best = conf
+        return min(max(best, _MIN_THRESHOLD), _MAX_THRESHOLD)
+
+    actions = [s for s in scored if s[0] != OTHER]
+    default = lowest(actions)
+    thresholds = {}
+    by_intent = defaultdict(list)
+    for s in actions:
+        by_intent[s[0]].append(s)
+    for intent, items in by_intent.items():
+        # few held-out answers: never below the global threshold
+        if intent in READ_ONLY:          # a wrong answer, not a wrong action
+            thresholds[intent] = min(lowest(items, READ_ONLY_MAX_WRONG), default)
+            continue
+        t = lowest(items)
+        thresholds[intent] = t if len(items) >= 30 else max(t, default)
+    taken = [s for s in actions if s[1] >= thresholds.get(s[0], default)]
+    n = max(len(rows), 1)
+    report = {"heldout_sentences": len(rows), "heldout_intent_accuracy": intent_ok / n,
+              "heldout_exact_slots": exact / n,
+              "heldout_accepted": len(taken) / n,
+              "heldout_wrong_intent_rate": sum(not s[2] for s in taken) / n,
+              "heldout_wrong_action_rate": sum(not s[3] for s in taken) / n}
+    return thresholds, default, report
+
+
+def build_home_model(out: str | Path, *, per_template: int = 12, copies: int = 2,
+                     max_wrong: float = 0.005, holdout: float = 0.2, seed: int = 0,
+                     epochs: int = 6) -> dict:
+    """Build into ``out``; returns the report (held-out figures, sizes, seconds)."""
+    t0 = time.monotonic()
+    out = Path(out).expanduser()
+    home = HomeLists()
+    sampler = Sampler(home)
+    rows = sampler.sample(per_template, seed=seed + 1)
+    other = _other_rows(home)
+    rng = random.Random(seed)
+    by_intent: dict[str, set[int]] = defaultdict(set)
+    for r in rows:
+        by_intent[split_label(r.label)[0]].add(r.template)
+    held: set[int] = set()
+    for templates in by_intent.values():
+        ordered = sorted(templates)
+        rng.shuffle(ordered)
+        held.update(ordered[:int(len(ordered) * holdout)])
+    train = [r for r in rows if r.template not in held]
+    val = [r for r in rows if r.template in held]
+    feats, labels, weights = _training_set(train, other, rng, copies)
+    first = train_sparse(feats, labels, weights, epochs=epochs, seed=seed)
+    filler = _filler(train, home)
+    with tempfile.TemporaryDirectory() as tmp:
+        _write(Path(tmp), first, filler, train, home, {}, 0.5, {})
+        thresholds, default, report = _calibrate(HomeModel(tmp), val, max_wrong)
+    t1 = time.monotonic()
+    feats, labels, weights = _training_set(rows, other, rng, copies)
+    final = train_sparse(feats, labels, weights, epochs=epochs, seed=seed)
+    report.update({"sentences": len(rows), "training_rows": len(feats),
+                   "templates": len({r.template for r in rows}), "heldout_templates": len(held),
+                   "intents": len(by_intent), "labels": len(final.labels),
+                   "calibration_s": round(t1 - t0, 1)})
+    _write(out, final, _filler(rows, home), rows, home, thresholds, default, report)
+    report["seconds"] = round(time.monotonic() - t0, 1)
+    log.info("home model built in %s in %.1f s", out, report["seconds"])
+    return report

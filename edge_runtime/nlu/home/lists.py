@@ -1,0 +1,138 @@
+"""A home's areas, floors and named entities, and masking them in a sentence.
+
+The home classifier never sees entity names: both its training sentences (``sample``) and
+the sentences it parses have each area, floor and entity name replaced by a placeholder
+(``@area``, ``@floor``, ``@name @<domain>``), so a model built once understands any home's
+lists. ``HomeLists.mask(words)`` finds the phrases (longest first, a plural or singular last
+word also matching: "kitchen lights" is the entity "Kitchen Light") and returns the masked
+words with the values found.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+
+from ..text import normalize_text
+
+ENTITY_SLOTS = ("area", "floor", "name")
+
+# The home the default model is built with (any home's lists work at run time).
+DEFAULT_AREAS = ("kitchen", "living room", "bedroom", "bathroom", "office", "garage", "hallway",
+                 "basement", "dining room", "guest room", "kids room", "porch", "attic", "garden")
+DEFAULT_FLOORS = ("ground floor", "first floor", "second floor", "upstairs", "downstairs")
+DEFAULT_NAMES = {
+    "desk lamp": "light", "floor lamp": "light", "reading lamp": "light", "porch light": "light",
+    "ceiling light": "light", "kitchen light": "light", "bedroom lamp": "light",
+    "led strip": "light", "night light": "light", "chandelier": "light",
+    "ceiling fan": "fan", "air purifier": "fan", "box fan": "fan",
+    "coffee maker": "switch", "christmas tree": "switch", "kettle": "switch",
+    "dehumidifier": "switch", "heater": "switch",
+    "stereo": "media_player", "living room tv": "media_player", "kitchen speaker": "media_player",
+    "sonos": "media_player", "record player": "media_player",
+    "front door": "lock", "back door": "lock", "garage door lock": "lock",
+    "patio blinds": "cover", "garage door": "cover", "bedroom curtains": "cover",
+    "office shades": "cover", "skylight": "cover",
+    "movie night": "scene", "party mode": "scene", "good night": "script",
+    "thermostat": "climate", "upstairs thermostat": "climate", "air conditioner": "climate",
+    "roomba": "vacuum", "robot vacuum": "vacuum", "lawn mower": "lawn_mower",
+    "mowbot": "lawn_mower",
+    "shopping list": "todo", "chores": "todo", "groceries": "todo",
+    "outside temperature": "sensor", "humidity sensor": "sensor", "front porch sensor": "sensor",
+    "local weather": "weather", "home forecast": "weather",
+    "main valve": "valve", "mom": "person", "alex": "person",
+}
+
+
+def mask_token(list_name: str, domain: str = "") -> list[str]:
+    """The placeholder words for a value of ``list_name``."""
+    if list_name == "name":
+        return ["@name", f"@{domain}"] if domain else ["@name"]
+    return [f"@{list_name}"]
+
+
+def phrase_words(name: str) -> tuple[str, ...]:
+    """A list value as words: template syntax dropped ("Trader Joe[']s" -> trader joes)."""
+    return tuple(normalize_text(re.sub(r"[\[\]()<>{}|]", "", name)).split())
+
+
+@dataclass(frozen=True)
+class Match:
+    slot: str            # area | floor | name
+    value: str           # the value as the home names it ("Kitchen Light")
+    domain: str          # entity domain ("" for areas and floors)
+    start: int
+    end: int
+
+
+@dataclass
+class HomeLists:
+    areas: tuple[str, ...] = DEFAULT_AREAS
+    floors: tuple[str, ...] = DEFAULT_FLOORS
+    names: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_NAMES))  # name -> domain
+
+    def __post_init__(self) -> None:
+        table: dict[tuple[str, ...], tuple[str, str, str]] = {}
+        # entity names first: "kitchen light" is a name, not the area kitchen + "light"
+        for slot, values in (("name", self.names.items()), ("area", ((a, "") for a in self.areas)),
+                             ("floor", ((f, "") for f in self.floors))):
+            for value, domain in values:
+                words = phrase_words(value)
+                if not words:
+                    continue
+                for form in _forms(words):
+                    table.setdefault(form, (slot, value, domain))
+        self._table = table
+        self._longest = max((len(k) for k in table), default=0)
+
+    @classmethod
+    def from_entities(cls, areas: Iterable[str], floors: Iterable[str],
+                      entities: Iterable[tuple[str, str]]) -> HomeLists:
+        """From (name, domain) pairs (Home Assistant's entity ids give the domain)."""
+        names: dict[str, str] = {}
+        for name, domain in entities:
+            names.setdefault(name, domain)
+        return cls(tuple(areas), tuple(floors), names)
+
+    def matches(self, words: list[str], skip: frozenset[str] = frozenset()) -> list[Match]:
+        """Phrases of the lists in ``words``, longest first, not overlapping; names whose
+        words are all in ``skip`` are not matched."""
+        out, i = [], 0
+        while i < len(words):
+            for n in range(min(self._longest, len(words) - i), 0, -1):
+                hit = self._table.get(tuple(words[i:i + n]))
+                if hit is not None and not (hit[0] == "name" and set(words[i:i + n]) <= skip):
+                    out.append(Match(hit[0], hit[1], hit[2], i, i + n))
+                    i += n
+                    break
+            else:
+                i += 1
+        return out
+
+    @staticmethod
+    def mask(words: list[str], found: list[Match]) -> list[str]:
+        """``words`` with every match replaced by its placeholder."""
+        out, i = [], 0
+        for m in found:
+            out.extend(words[i:m.start])
+            out.extend(mask_token(m.slot, m.domain))
+            i = m.end
+        out.extend(words[i:])
+        return out
+
+    def to_dict(self) -> dict:
+        return {"areas": list(self.areas), "floors": list(self.floors), "names": dict(self.names)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> HomeLists:
+        return cls(tuple(data.get("areas", ())), tuple(data.get("floors", ())),
+                   dict(data.get("names", {})))
+
+
+def _forms(words: tuple[str, ...]) -> list[tuple[str, ...]]:
+    last = words[-1]
+    forms = [words]
+    if len(last) > 2:
+        other = last[:-1] if last.endswith("s") else last + "s"
+        forms.append((*words[:-1], other))
+    return forms

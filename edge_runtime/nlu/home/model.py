@@ -1,0 +1,310 @@
+"""The home understanding the daemon serves: Home Assistant intents without torch or hassil.
+
+A built directory (``build.build_home_model``) holds ``home.json`` (template pins, the
+slot filler's tables, wildcard contexts, per-intent confidence thresholds, the lists it was
+built with) and ``classifier.npz`` (a ``LinearIntentClassifier`` over hashed n-grams of
+entity-masked words). ``HomeModel.parse(text)`` masks the home's areas, floors and entity
+names (``lists.HomeLists``), classifies the masked words into an intent and its fixed
+slots (``HassTurnOn|light`` -> domain light), fills the other slots (``hass.SlotFiller``:
+numbers, percent, colours, colour temperatures, volume steps, timer durations; wildcard
+text such as shopping items from the words around them) and says whether the confidence
+clears the intent's calibrated threshold (``accepted``). Parsing is pure Python + numpy:
+well under a millisecond for a short command.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import ConfigError
+from ..classifier import LinearIntentClassifier
+from ..features import feature_names, hash_features
+from ..hass import SlotFiller
+from ..numbers import NUMBER_WORDS
+from ..text import normalize_text
+from .lists import ENTITY_SLOTS, HomeLists, Match
+from .sample import split_label
+
+HOME_FILE = "home.json"
+CLASSIFIER_FILE = "classifier.npz"
+HOME_FORMAT = 1
+OTHER = "oos"      # not a home request: the built-in intents answer it
+
+
+class HomeModelError(ConfigError):
+    """A home model directory is missing or unusable."""
+
+
+@dataclass(frozen=True)
+class HomeParse:
+    intent: str                     # a Home Assistant intent, or ``oos``
+    confidence: float
+    slots: dict[str, Any] = field(default_factory=dict)
+    accepted: bool = False          # confident enough and complete: act on it
+    missing: tuple[str, ...] = ()   # the required slots it lacks (one of them is needed)
+    runner_up: str = ""             # the second most likely intent (for asking back)
+
+
+def number_word(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def features(masked: list[str]):
+    words = ["<num>" if number_word(w) else w for w in masked]
+    return hash_features(feature_names(words))
+
+
+def typed(value: str) -> Any:
+    """Slot text as Home Assistant gives it: numbers as int/float, other values unchanged."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return int(number) if number.is_integer() else number
+
+
+_PLACEHOLDERS = frozenset(("zzname", "zzarea", "zzfloor"))
+
+
+class HomeSlotFiller(SlotFiller):
+    """``SlotFiller`` that looks for misheard values only when a word is new to the intent
+    (the sound-alike search is most of a parse's time, and typed text rarely needs it)."""
+
+    def fill_exact(self, intent: str, text: str) -> tuple[tuple[str, str], ...]:
+        """``fill`` without the sound-alike search (exact phrases and numbers only)."""
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy.fuzzy = False
+        return copy.fill(intent, text)
+
+    def drop_entity_phrases(self) -> None:
+        """Forget area, floor and name phrases (the home's lists are matched separately)."""
+        for table in self.phrases.values():
+            for phrase in list(table):
+                kept = Counter({k: c for k, c in table[phrase].items() if k[2] not in ENTITY_SLOTS})
+                if kept:
+                    table[phrase] = kept
+                else:
+                    del table[phrase]
+        self._index()
+
+    fuzzy = True
+
+    def _fuzzy_hits(self, intent: str, words: list[str], used: list[bool]):
+        if not self.fuzzy:
+            return iter(())
+        vocab = self.vocab.get(intent, set())
+        if all(u or w in vocab or w in _PLACEHOLDERS or number_word(w)
+               for w, u in zip(words, used, strict=True)):
+            return iter(())
+        return super()._fuzzy_hits(intent, words, used)
+
+
+_EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
+                         "from", "them", "it", "this", "that", "please", "me", "you", "us"))
+_TIME_UNITS = frozenset(("hour", "minute", "second"))
+# an intent acts only with one of these slots; without, it is asked back
+REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
+            "HassSetVolume": ("volume_level",), "HassSetVolumeRelative": ("volume_step",),
+            "HassSetPosition": ("position",), "HassClimateSetTemperature": ("temperature",),
+            "HassFanSetSpeed": ("percentage",), "HassClimateSetFanMode": ("fan_mode",),
+            "HassMediaSearchAndPlay": ("search_query",),
+            "HassIncreaseTimer": ("hours", "minutes", "seconds"),
+            "HassDecreaseTimer": ("hours", "minutes", "seconds"),
+            "HassStartTimer": ("hours", "minutes", "seconds", "conversation_command"),
+            **{i: ("item",) for i in ("HassShoppingListAddItem", "HassShoppingListCompleteItem",
+                                      "HassListAddItem", "HassListCompleteItem",
+                                      "HassListRemoveItem")}}
+# a yes/no question is never a command ("did i leave the lights on")
+_QUESTION_STARTS = frozenset(("is", "are", "did", "do", "does", "have", "has", "was", "were"))
+ACTIONS = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition",
+                     "HassClimateSetTemperature", "HassSetVolume", "HassSetVolumeRelative",
+                     "HassStartTimer", "HassCancelTimer", "HassCancelAllTimers",
+                     "HassIncreaseTimer", "HassDecreaseTimer", "HassPauseTimer",
+                     "HassUnpauseTimer", "HassMediaPause", "HassMediaUnpause", "HassMediaNext",
+                     "HassMediaPrevious", "HassShoppingListAddItem", "HassListAddItem"))
+_UP = frozenset(("louder", "up", "raise", "increase", "higher", "crank", "pump", "boost"))
+_DOWN = frozenset(("quieter", "softer", "down", "lower", "decrease", "reduce", "quiet"))
+
+
+def spoken_units(words: list[str]) -> list[str]:
+    """ "an hour" -> "1 hour", "a minute and a half" -> "1 minute and a half"."""
+    out = list(words)
+    for i in range(len(out) - 1):
+        if out[i] in ("a", "an") and out[i + 1].rstrip("s") in _TIME_UNITS and \
+                (i == 0 or out[i - 1] not in ("and", "half")):
+            out[i] = "1"
+    return out
+_NOT_WILD = frozenset(NUMBER_WORDS | {"hour", "hours", "minute", "minutes", "second", "seconds",
+                                      "half", "s", "timer", "timers"})
+
+
+def wild_keys(padded: list[str], i: int, j: int) -> tuple[tuple, tuple]:
+    """(two words before, two after) and (one before, one after) a span of ``padded``
+    (the masked words between ``<s>`` and ``</s>``)."""
+    return ((tuple(padded[i - 2:i]), tuple(padded[j:j + 2])),
+            (tuple(padded[i - 1:i]), tuple(padded[j:j + 1])))
+
+
+class WildText:
+    """Free-text slots (shopping items, search queries) from the words around them: a span
+    whose neighbours (two words each side, else one) were seen around that slot in training."""
+
+    def __init__(self, contexts: dict[str, dict[str, list]]) -> None:
+        # label -> slot -> [[left, right, level], ...]
+        self.contexts = contexts
+        self._pairs = {(lab, s): {(tuple(a), tuple(b)): int(lv) for a, b, lv in rows}
+                       for lab, d in contexts.items() for s, rows in d.items()}
+
+    def extract(self, label: str, masked: list[str], have=()) -> dict[str, str]:
+        out = {}
+        padded = ["<s>", "<s>", *masked, "</s>", "</s>"]
+        for slot in self.contexts.get(label, {}):
+            if slot in have:
+                continue
+            pairs = self._pairs[(label, slot)]
+            best = None
+            for i in range(2, len(padded) - 2):
+                for j in range(i + 1, min(len(padded) - 2, i + 8) + 1):
+                    span = padded[i:j]
+                    if any(w.startswith("@") or w in _NOT_WILD or number_word(w) for w in span):
+                        break
+                    if span[0] in _EDGE_WORDS or span[-1] in _EDGE_WORDS:
+                        continue
+                    for level, key in zip((2, 1), wild_keys(padded, i, j), strict=True):
+                        if pairs.get(key) == level:
+                            score = (level, j - i)
+                            if best is None or score > best[0]:
+                                best = (score, " ".join(span))
+                            break
+            if best is not None:
+                out[slot] = best[1]
+        return out
+
+
+_PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
+
+
+def plain_text(masked: list[str]) -> str:
+    """Masked words as the slot filler reads them (entity names never look like values)."""
+    return " ".join(_PLAIN.get(w, w) for w in masked if w in _PLAIN or not w.startswith("@"))
+
+
+class HomeModel:
+    """Loads a built home model directory; ``parse`` is thread-safe (read-only state)."""
+
+    def __init__(self, model_dir: str | Path, lists: HomeLists | None = None) -> None:
+        path = Path(model_dir).expanduser()
+        try:
+            meta = json.loads((path / HOME_FILE).read_text(encoding="utf-8"))
+            if meta.get("format") != HOME_FORMAT:
+                raise ValueError(f"format {meta.get('format')!r} is not {HOME_FORMAT}")
+            self.classifier = LinearIntentClassifier.load(path / CLASSIFIER_FILE)
+            self.filler = HomeSlotFiller.from_dict(meta["filler"])
+            self.wild = WildText(meta["wild"])
+            self.thresholds: dict[str, float] = {k: float(v) for k, v in meta["thresholds"].items()}
+            self.default_threshold = float(meta["default_threshold"])
+            self.intent_slots = {k: set(v) for k, v in meta["intent_slots"].items()}
+            self.vocab = frozenset(meta["vocab"])
+            self.pins = dict(meta.get("templates") or {})
+            self.report = dict(meta.get("report") or {})
+            built = HomeLists.from_dict(meta["lists"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise HomeModelError(f"home model {path} is unusable: {exc}",
+                                 hint="build it again: edge-runtime models build") from None
+        self.lists = lists or built
+        self.path = path
+        self._intent_of = [split_label(lab) for lab in self.classifier.labels]
+        self._intents = sorted({i for i, _ in self._intent_of})
+        self._col = np.array([self._intents.index(i) for i, _ in self._intent_of])
+
+    @property
+    def intents(self) -> list[str]:
+        return [i for i in self._intents if i != OTHER]
+
+    def with_lists(self, lists: HomeLists) -> HomeModel:
+        """The same model over another home's lists (no reload of the tables)."""
+        other = object.__new__(HomeModel)
+        other.__dict__.update(self.__dict__)
+        other.lists = lists
+        return other
+
+    def threshold(self, intent: str) -> float:
+        return self.thresholds.get(intent, self.default_threshold)
+
+    def _classify(self, masked: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        probs = self.classifier.probabilities(features(masked))
+        per_intent = np.bincount(self._col, probs, len(self._intents))
+        return probs, per_intent
+
+    def parse(self, text: str) -> HomeParse:
+        words = normalize_text(text).split()
+        if not words:
+            return HomeParse(OTHER, 1.0)
+        options: list[list[Match]] = [self.lists.matches(words)]
+        reduced = self.lists.matches(words, skip=self.vocab)
+        if reduced != options[0]:
+            options.append(reduced)
+        best: tuple | None = None
+        for found in options:
+            masked = HomeLists.mask(words, found)
+            probs, per_intent = self._classify(masked)
+            top = int(per_intent.argmax())
+            if best is None or per_intent[top] > best[0]:
+                best = (float(per_intent[top]), top, probs, per_intent, found, masked)
+        assert best is not None
+        confidence, top, probs, per_intent, found, masked = best
+        intent = self._intents[top]
+        second = self._intents[int(np.argsort(per_intent)[-2])] if len(self._intents) > 1 else ""
+        if intent == OTHER:
+            return HomeParse(OTHER, confidence, {}, runner_up=second)
+        # the fixed slots of the intent's most likely label
+        rows = [i for i, (name, _) in enumerate(self._intent_of) if name == intent]
+        _, fixed = self._intent_of[max(rows, key=lambda i: probs[i])]
+        label = self.classifier.labels[max(rows, key=lambda i: probs[i])]
+        slots = self._slots(intent, label, text, found, masked)
+        step = slots.get("volume_step")
+        if intent == "HassSetVolumeRelative" and isinstance(step, (int, float)) and \
+                "by" not in masked and not set(masked) & (_UP | _DOWN):
+            intent = "HassSetVolume"             # "volume 40 percent": a level, not a step
+            slots["volume_level"] = slots.pop("volume_step")
+        slots.update(fixed)
+        need = REQUIRED.get(intent, ())
+        missing = need if need and not any(k in slots for k in need) else ()
+        question = words[0] in _QUESTION_STARTS and intent in ACTIONS
+        return HomeParse(intent, confidence, slots,
+                         accepted=confidence >= self.threshold(intent) and not missing
+                         and not question,
+                         missing=missing, runner_up=second)
+
+    def _slots(self, intent: str, label: str, text: str, found: list[Match],
+               masked: list[str]) -> dict:
+        allowed = self.intent_slots.get(intent, set())
+        slots: dict[str, Any] = {}
+        if intent in self.filler.intents:
+            plain = plain_text(spoken_units(masked))
+            filled = self.filler.fill_exact(intent, plain)
+            need = REQUIRED.get(intent, ())
+            if need and not any(k in dict(filled) for k in need):
+                filled = self.filler.fill(intent, plain)       # misheard values too
+            slots.update((k, typed(v)) for k, v in filled if k not in ENTITY_SLOTS)
+        if intent == "HassSetVolumeRelative" and "volume_step" not in slots:
+            said = set(masked)
+            if said & _UP and not said & _DOWN:
+                slots["volume_step"] = "up"
+            elif said & _DOWN and not said & _UP:
+                slots["volume_step"] = "down"
+        for m in found:
+            if m.slot in allowed and m.slot not in slots:
+                slots[m.slot] = m.value
+        slots.update(self.wild.extract(label, masked, have=slots))
+        return slots

@@ -1,0 +1,146 @@
+"""The home understanding in the daemon: load the built model, answer home requests.
+
+``attach_home(understander, cfg)`` (``runtime.build_stages`` when ``nlu.home`` is on) loads
+the model built by ``edge-runtime models build`` (about half a minute, needs the pinned
+``hassil`` and ``home-assistant-intents``) from ``nlu.home_dir`` (default
+``<paths.home>/nlu/home-v<format>``); without it the daemon serves the built-in intents
+and says how to build it. ``HomeUnderstanding.parse`` answers a request the home model
+recognises:
+
+- above the intent's calibrated threshold: the Home Assistant intent and its slots, for
+  the ``home`` skill (time, date, starting and cancelling timers and "never mind" are left
+  to the built-in intents, which answer them with richer slots);
+- below it but still likely a home request: ``clarify``, a question back ("Did you mean:
+  turn on the kitchen lamp?"), never an action;
+- not a home request: None (the built-in understanding goes on).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any
+
+from ...config import NluConfig
+from ...types import Intent
+from ..base import IntentSpec
+from .lists import HomeLists
+from .model import HOME_FILE, HOME_FORMAT, OTHER, HomeModel
+
+log = logging.getLogger(__name__)
+
+CLARIFY = "clarify"
+# answered by the built-in intents (richer slots: time zones, named timers, "stop")
+BUILTIN = frozenset(("HassStartTimer", "HassCancelTimer", "HassCancelAllTimers",
+                     "HassGetCurrentTime", "HassGetCurrentDate", "HassNevermind"))
+ASK_SHARE = 0.5        # below this share of the threshold the home model does not claim it
+_READ_ONLY = frozenset(("HassGetState", "HassClimateGetTemperature", "HassTimerStatus",
+                        "HassGetWeather"))
+_VERBS = {"HassTurnOn": "turn on", "HassTurnOff": "turn off", "HassLightSet": "set",
+          "HassSetPosition": "set the position of", "HassClimateSetTemperature": "set",
+          "HassMediaPause": "pause the music", "HassMediaUnpause": "resume the music",
+          "HassMediaNext": "skip to the next track", "HassMediaPrevious": "go back a track",
+          "HassSetVolume": "set the volume", "HassSetVolumeRelative": "change the volume",
+          "HassIncreaseTimer": "add time to a timer", "HassDecreaseTimer": "take time off a timer",
+          "HassPauseTimer": "pause a timer", "HassUnpauseTimer": "resume a timer",
+          "HassShoppingListAddItem": "add to the shopping list", "HassListAddItem": "add to a list",
+          "HassGetState": "check", "HassClimateGetTemperature": "check the temperature",
+          "HassTimerStatus": "check your timers", "HassGetWeather": "check the weather"}
+
+
+def default_dir() -> Path:
+    return Path(f"~/.cache/edge-runtime/nlu/home-v{HOME_FORMAT}").expanduser()
+
+
+def with_home_dir(nlu: NluConfig, home: Path) -> NluConfig:
+    """``nlu`` with ``home_dir`` resolved under the runtime's ``paths.home`` when unset."""
+    if nlu.home_dir:
+        return nlu
+    return dataclasses.replace(nlu, home_dir=str(home / "nlu" / f"home-v{HOME_FORMAT}"))
+
+
+def model_dir(cfg: NluConfig) -> Path:
+    return Path(cfg.home_dir).expanduser() if cfg.home_dir else default_dir()
+
+
+def home_lists(cfg: NluConfig) -> HomeLists:
+    """The simulated home's areas and entities (``skills.home_state.SimHome``)."""
+    from ...skills.home_state import SimHome
+    areas = tuple(cfg.lists.get("area", ()))
+    return HomeLists(areas, (), SimHome(areas, tuple(cfg.lists.get("device", ()))).entities())
+
+
+def build_default(cfg: NluConfig, force: bool = False) -> Path:
+    """Build the home model into ``model_dir(cfg)`` unless it is there (``force``: again)."""
+    out = model_dir(cfg)
+    if force or not (out / HOME_FILE).is_file():
+        from .build import build_home_model
+        build_home_model(out)
+    return out
+
+
+def describe(intent: str, slots: dict[str, Any]) -> str:
+    """A short phrase for what the request seemed to ask ("turn on the kitchen lamp")."""
+    text = _VERBS.get(intent, intent)
+    what = " in the ".join(str(slots[k]) for k in ("name", "area") if slots.get(k))
+    if what:
+        text += f" the {what}"
+    if "item" in slots:
+        return f"{text}: {slots['item']}"
+    value = next((slots[k] for k in ("brightness", "color", "temperature", "position",
+                                     "volume_level") if k in slots), None)
+    return f"{text} to {value}" if value is not None else text
+
+
+class HomeUnderstanding:
+    def __init__(self, model: HomeModel) -> None:
+        self.model = model
+
+    def specs(self) -> dict[str, IntentSpec]:
+        """Intent specs for the pipeline: every home intent answered by the ``home`` skill,
+        never cached (answers depend on the home's state)."""
+        out = {name: IntentSpec(name=name, skill="home", description=f"Home Assistant {name}")
+               for name in self.model.intents if name not in BUILTIN}
+        out[CLARIFY] = IntentSpec(name=CLARIFY, skill=CLARIFY,
+                                  description="a home request asked back (not sure enough)")
+        return out
+
+    def parse(self, text: str) -> Intent | None:
+        hp = self.model.parse(text)
+        if hp.intent == OTHER or hp.intent in BUILTIN:
+            return None
+        if hp.accepted:
+            return Intent(hp.intent, hp.confidence, hp.slots)
+        if hp.missing and hp.confidence >= self.model.threshold(hp.intent):
+            lacking = " or ".join(m.replace("_", " ") for m in hp.missing)
+            question = f"I understood: {describe(hp.intent, hp.slots)}, but not the " \
+                       f"{lacking}. Please say it again."
+            return Intent(CLARIFY, hp.confidence, {"question": question, "intent": hp.intent,
+                                                   "missing": list(hp.missing)})
+        if hp.confidence < ASK_SHARE * self.model.threshold(hp.intent):
+            return None
+        question = f"Did you mean: {describe(hp.intent, hp.slots)}? Please say it again."
+        log.debug("home intent %s below its threshold (%.2f): asked back", hp.intent,
+                  hp.confidence)
+        return Intent(CLARIFY, hp.confidence, {"question": question, "intent": hp.intent,
+                                               "read_only": hp.intent in _READ_ONLY})
+
+
+def attach_home(understander: Any, cfg: NluConfig) -> bool:
+    """Give ``understander`` the home understanding built by ``edge-runtime models build``;
+    False (logged with the fix, never raised) when it is missing or unusable: the daemon
+    then serves the built-in intents."""
+    path = model_dir(cfg)
+    if not (path / HOME_FILE).is_file():
+        log.warning("home understanding not built in %s: serving the built-in intents "
+                    "(run `edge-runtime models build`)", path)
+        return False
+    try:
+        model = HomeModel(path, home_lists(cfg))
+    except Exception as exc:              # unusable files
+        log.warning("home model in %s unusable (%s): serving the built-in intents "
+                    "(run `edge-runtime models build --force`)", path, exc)
+        return False
+    understander.attach_home(HomeUnderstanding(model))
+    log.info("home understanding ready: %d intents from %s", len(model.intents), path)
+    return True

@@ -1,0 +1,136 @@
+"""The home understanding: built from the pinned Home Assistant templates without torch,
+served by numpy; asked back below its calibrated thresholds; scored on HA test files."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hassil")
+pytest.importorskip("home_assistant_intents")
+
+from edge_runtime.nlu import Understander  # noqa: E402
+from edge_runtime.nlu.home.build import build_home_model  # noqa: E402
+from edge_runtime.nlu.home.hass_eval import HassTestError, evaluate, load_cases  # noqa: E402
+from edge_runtime.nlu.home.lists import HomeLists  # noqa: E402
+from edge_runtime.nlu.home.model import HomeModel, HomeModelError  # noqa: E402
+from edge_runtime.nlu.home.serve import CLARIFY, HomeUnderstanding  # noqa: E402
+from edge_runtime.nlu.loader import load_intents  # noqa: E402
+
+EVAL_DIR = Path(__file__).resolve().parents[1] / "data" / "hass_eval"
+HOME = HomeLists(("kitchen", "living room", "study"), ("upstairs",),
+                 {"sofa lamp": "light", "garage door": "cover", "kitchen radio": "media_player"})
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("home")
+    report = build_home_model(out, per_template=4, copies=1, epochs=5)
+    return out, report
+
+
+@pytest.fixture(scope="module")
+def model(built) -> HomeModel:
+    return HomeModel(built[0], HOME)
+
+
+def test_build_reports_held_out_templates_and_calibrates(built) -> None:
+    out, report = built
+    assert (out / "home.json").is_file() and (out / "classifier.npz").is_file()
+    assert report["intents"] >= 40 and report["heldout_templates"] > 0
+    assert report["heldout_intent_accuracy"] > 0.8
+    assert report["heldout_wrong_intent_rate"] <= 0.01
+    meta = json.loads((out / "home.json").read_text())
+    assert all(0.3 <= t <= 0.97 for t in meta["thresholds"].values())
+
+
+def test_masking_finds_names_before_areas() -> None:
+    words = "turn on the sofa lamps in the living room".split()
+    found = HOME.matches(words)
+    assert [(m.slot, m.value) for m in found] == [("name", "sofa lamp"), ("area", "living room")]
+    assert HOME.mask(words, found) == ["turn", "on", "the", "@name", "@light", "in", "the", "@area"]
+
+
+@pytest.mark.parametrize("text, intent, slots", [
+    ("set the living room lights to 50 percent", "HassLightSet",
+     {"area": "living room", "brightness": 50, "domain": "light"}),
+    ("make the sofa lamp red", "HassLightSet", {"name": "sofa lamp", "color": "red"}),
+    ("next track", "HassMediaNext", {}),
+    ("add milk to my shopping list", "HassShoppingListAddItem", {"item": "milk"}),
+    ("decrease the timer by two minutes", "HassDecreaseTimer", {"minutes": 2}),
+    ("open the garage door", "HassTurnOn", {"name": "garage door"}),
+])
+def test_parses_everyday_home_commands(model: HomeModel, text, intent, slots) -> None:
+    p = model.parse(text)
+    assert (p.intent, p.slots) == (intent, slots)
+
+
+def test_other_requests_are_not_home_requests(model: HomeModel) -> None:
+    for text in ("tell me a joke", "who wrote hamlet", "what is seven times eight"):
+        p = model.parse(text)
+        assert p.intent == "oos" or not p.accepted, (text, p)
+
+
+def test_a_missing_value_is_never_acted_on(model: HomeModel) -> None:
+    p = model.parse("set the sofa lamp to")
+    assert p.intent == "HassLightSet" and not p.accepted
+    assert p.missing == ("brightness", "color", "temperature")
+
+
+def test_understander_answers_home_requests_first_and_asks_back_when_unsure(model) -> None:
+    nlu = Understander(load_intents())
+    nlu.attach_home(HomeUnderstanding(model))
+    got = nlu.parse("dim the living room lights to 30%")
+    assert (got.name, got.slots["brightness"]) == ("HassLightSet", 30)
+    assert nlu.intents.spec("HassLightSet").skill == "home"
+    assert nlu.parse("what time is it").name == "get_time"      # the built-in intents stay
+    strict = model.with_lists(HOME)
+    strict.thresholds = {k: 0.99999 for k in model.thresholds}
+    strict.default_threshold = 0.99999
+    nlu.attach_home(HomeUnderstanding(strict))
+    asked = nlu.parse("living room lights a bit brighter 70 percent maybe")
+    assert asked.name == CLARIFY and asked.slots["question"].startswith("Did you mean")
+    assert nlu.intents.spec(CLARIFY).skill == "clarify"
+
+
+def test_an_unusable_model_dir_is_a_clear_error(tmp_path) -> None:
+    with pytest.raises(HomeModelError, match="unusable"):
+        HomeModel(tmp_path)
+
+
+def test_eval_reports_ours_and_hassil_on_the_held_out_files(model: HomeModel) -> None:
+    report = evaluate(EVAL_DIR, model)
+    assert report["sentences"] == len(load_cases(EVAL_DIR)) >= 150
+    for who in (report, report["hassil"]):
+        assert set(who) >= {"intent_accuracy", "exact_slots", "wrong_action_rate"}
+        assert 0 <= who["exact_slots"] <= who["intent_accuracy"] <= 1
+    assert report["intent_accuracy"] > report["hassil"]["intent_accuracy"]
+
+
+def test_test_files_per_file_entities_and_no_intent_tests(tmp_path: Path, model) -> None:
+    (tmp_path / "_fixtures.yaml").write_text("areas: [{name: Den, id: den}]\nentities: []\n")
+    sub = tmp_path / "more"
+    sub.mkdir()
+    (sub / "t.yaml").write_text(
+        "language: en\nentities: [{name: Porch Heater, id: switch.porch_heater}]\ntests:\n"
+        "  - sentences: [turn on the porch heater]\n"
+        "    intent: {name: HassTurnOn, slots: {name: Porch Heater}}\n"
+        "  - sentences: [lights off in the den]\n"
+        "    intent: {name: HassTurnOff, slots: {area: Den, domain: light}}\n"
+        "  - sentences: [who is the king of spain]\n")
+    cases = load_cases(tmp_path)
+    assert [c.intent for c, _ in cases] == ["HassTurnOn", "HassTurnOff", "oos"]
+    assert cases[0][1].entities == [("Porch Heater", "switch")]
+    assert cases[0][1].areas == {"den": "Den"}
+    report = evaluate(tmp_path, model, with_hassil=False)
+    assert report["sentences"] == 3 and report["wrong_action_rate"] == 0.0
+
+
+@pytest.mark.parametrize("body, problem", [("tests: 3\n", "no `tests` list"),
+                                           ("tests: [{intent: {name: X}}]\n", "no `sentences`"),
+                                           ("tests: [\n", "unreadable")])
+def test_bad_test_files_are_named(tmp_path: Path, body: str, problem: str) -> None:
+    (tmp_path / "bad.yaml").write_text(body)
+    with pytest.raises(HassTestError, match=problem):
+        load_cases(tmp_path)
