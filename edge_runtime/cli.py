@@ -185,7 +185,8 @@ def cmd_models(args: argparse.Namespace) -> int:
             if store.entry(name).build:
                 print(f"{name}: built {store.build(name, force=args.force)}")
         if cfg.nlu.home and not getattr(args, "name", None):
-            from .nlu.home.serve import build_default, with_home_dir
+            from .nlu.home.serve import with_home_dir
+            from .nlu.train.home.build import build_default
             nlu = with_home_dir(cfg.nlu, cfg.paths.resolved_home())
             print(f"home understanding: built {build_default(nlu, force=args.force)}")
     elif args.action == "list":

@@ -11,8 +11,8 @@ pytest.importorskip("hassil")
 pytest.importorskip("home_assistant_intents")
 
 from edge_runtime.nlu import Understander  # noqa: E402
-from edge_runtime.nlu.home.build import build_home_model  # noqa: E402
-from edge_runtime.nlu.home.hass_eval import HassTestError, evaluate, load_cases  # noqa: E402
+from edge_runtime.nlu.train.home.build import build_home_model  # noqa: E402
+from edge_runtime.nlu.train.home.hass_eval import HassTestError, evaluate, load_cases  # noqa: E402
 from edge_runtime.nlu.home.lists import HomeLists  # noqa: E402
 from edge_runtime.nlu.home.model import HomeModel, HomeModelError  # noqa: E402
 from edge_runtime.nlu.home.serve import CLARIFY, HomeUnderstanding  # noqa: E402

@@ -28,7 +28,12 @@ from ..hass import SlotFiller
 from ..numbers import NUMBER_WORDS
 from ..text import normalize_text
 from .lists import ENTITY_SLOTS, HomeLists, Match
-from .sample import split_label
+
+def split_label(label: str) -> tuple[str, dict[str, str]]:
+    """``"HassTurnOn|light"`` -> ``("HassTurnOn", {"domain": "light"})``."""
+    intent, _, domain = label.partition("|")
+    return intent, ({"domain": domain} if domain else {})
+
 
 HOME_FILE = "home.json"
 CLASSIFIER_FILE = "classifier.npz"

@@ -70,15 +70,6 @@ def home_lists(cfg: NluConfig) -> HomeLists:
     return HomeLists(areas, (), SimHome(areas, tuple(cfg.lists.get("device", ()))).entities())
 
 
-def build_default(cfg: NluConfig, force: bool = False) -> Path:
-    """Build the home model into ``model_dir(cfg)`` unless it is there (``force``: again)."""
-    out = model_dir(cfg)
-    if force or not (out / HOME_FILE).is_file():
-        from .build import build_home_model
-        build_home_model(out)
-    return out
-
-
 def describe(intent: str, slots: dict[str, Any]) -> str:
     """A short phrase for what the request seemed to ask ("turn on the kitchen lamp")."""
     text = _VERBS.get(intent, intent)

@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..numbers import number_to_words
-from ..text import normalize_text
-from .lists import ENTITY_SLOTS, HomeLists, mask_token
+from ...numbers import number_to_words
+from ...text import normalize_text
+from ...home.lists import ENTITY_SLOTS, HomeLists, mask_token
 
 WILDCARDS = {
     "shopping_list_item": ("milk", "eggs", "bread", "apples", "paper towels", "dish soap",
@@ -57,11 +57,6 @@ class Sentence:
 def label_of(intent: str, fixed: dict[str, Any] | None) -> str:
     domain = (fixed or {}).get("domain")
     return f"{intent}|{domain}" if domain else intent
-
-
-def split_label(label: str) -> tuple[str, dict[str, str]]:
-    intent, _, domain = label.partition("|")
-    return intent, ({"domain": domain} if domain else {})
 
 
 def _number_text(n: float, rng: random.Random) -> str:

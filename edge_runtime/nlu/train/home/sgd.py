@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..classifier import Features, LinearIntentClassifier
+from ...classifier import Features, LinearIntentClassifier
 
 
 def train_sparse(examples: list[Features], labels: list[str], weights: list[float] | None = None,

@@ -26,14 +26,17 @@ from typing import Any
 import yaml
 
 from ..datasets import Example
-from ..loader import BUILTIN_INTENTS
-from ..text import normalize_text
+from ...loader import BUILTIN_INTENTS
+from ...text import normalize_text
 from .augment import variant
-from .lists import ENTITY_SLOTS, HomeLists
-from .model import (CLASSIFIER_FILE, HOME_FILE, HOME_FORMAT, OTHER, HomeModel, features,
+from ...home.lists import ENTITY_SLOTS, HomeLists
+from ...home.model import (CLASSIFIER_FILE, HOME_FILE, HOME_FORMAT, OTHER, HomeModel, features,
                     plain_text, wild_keys)
-from .sample import Sampler, Sentence, split_label
+from ...home.model import split_label
+from .sample import Sampler, Sentence
 from .sgd import train_sparse
+from ...home.serve import model_dir
+from ....config import NluConfig
 
 log = logging.getLogger(__name__)
 
@@ -119,15 +122,15 @@ def _wild_contexts(rows: list[Sentence]) -> dict:
 
 
 def _filler(rows: list[Sentence], home: HomeLists):
-    from ..hass import HassData
+    from ..hass import HassData, SlotFiller
     hass = HassData(areas=home.areas, floors=home.floors, names=dict(home.names))
-    from .model import HomeSlotFiller
+    from ...home.model import HomeSlotFiller
     skip = {*ENTITY_SLOTS, "domain"}
     examples = [Example(plain_text(r.masked), split_label(r.label)[0],
                         tuple(sorted((k, v) for k, v in r.slots.items()
                                      if k not in skip and k not in r.wild)))
                 for r in rows]
-    filler = HomeSlotFiller(hass, examples)
+    filler = HomeSlotFiller.from_dict(SlotFiller(hass, examples).to_dict())
     filler.drop_entity_phrases()
     return filler
 
@@ -242,3 +245,11 @@ def build_home_model(out: str | Path, *, per_template: int = 12, copies: int = 2
     report["seconds"] = round(time.monotonic() - t0, 1)
     log.info("home model built in %s in %.1f s", out, report["seconds"])
     return report
+
+
+def build_default(cfg: NluConfig, force: bool = False) -> Path:
+    """Build the home model into ``model_dir(cfg)`` unless it is there (``force``: again)."""
+    out = model_dir(cfg)
+    if force or not (out / HOME_FILE).is_file():
+        build_home_model(out)
+    return out

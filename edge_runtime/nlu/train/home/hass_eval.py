@@ -26,10 +26,10 @@ from typing import Any
 
 import yaml
 
-from ...errors import ConfigError
-from ..text import normalize_text
-from .lists import HomeLists
-from .model import OTHER, HomeModel
+from ....errors import ConfigError
+from ...text import normalize_text
+from ...home.lists import HomeLists
+from ...home.model import OTHER, HomeModel
 
 
 class HassTestError(ConfigError):
@@ -232,8 +232,8 @@ def main_hass(args) -> int:
     """``nlu eval --hass DIR [--home MODEL] [--json] [--misses N]``."""
     import json
 
-    from ...config import NluConfig
-    from .serve import build_default
+    from ....config import NluConfig
+    from .build import build_default
 
     cfg = NluConfig(home_dir=args.home or "")
     report = evaluate(args.hass, HomeModel(build_default(cfg)), misses=args.misses)
