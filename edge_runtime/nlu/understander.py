@@ -15,7 +15,7 @@ For ``oos`` results, ``confidence`` is how sure the abstain is: 1 - the best ski
 intent's probability (1.0 for text without letters).
 
 A model directory trained on Home Assistant templates carries ``hass.json``
-(``hass_model.write_model_files``): Hass intents then get Home Assistant slots
+(``train.hass_model.write_model_files``): Hass intents then get Home Assistant slots
 (``hass_model.HassSlots``: ``{"area": "kitchen", "brightness": 40}``, reconciled with
 hassil's own template match when hassil is installed at the pinned version and
 ``hass_templates`` is on), plus the generic slots their intent file lists; Hass intents

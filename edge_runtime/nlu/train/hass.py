@@ -24,8 +24,6 @@ from ..hass_text import words as _words
 from ..text import normalize_text
 from .datasets import Example
 
-AREAS, FLOORS, NAMES = serving.AREAS, serving.FLOORS, serving.NAMES
-
 
 class _Skip(Exception):
     """The template needs a wildcard list or an unknown list."""
