@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 from aiohttp.web_server import Server
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -40,7 +40,9 @@ _408 = (b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: tex
         b"Content-Length: 37\r\n\r\nrequest headers not received in time\n")
 _503 = (b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n"
         b"Content-Type: text/plain\r\nContent-Length: 29\r\n\r\ntoo many open connections; 1s\n")
-WS_KEY = "edge_runtime.websocket"   # request[WS_KEY]: the prepared WebSocketResponse
+# request[WS_KEY]: the prepared WebSocketResponse of a /v1/stream request
+WS_KEY: Any = (web.RequestKey("websocket", web.WebSocketResponse)
+               if hasattr(web, "RequestKey") else "edge_runtime.websocket")
 
 
 class ConnectionGuard:
@@ -108,7 +110,7 @@ class QuietServerLogger(logging.LoggerAdapter):
 
     def _client_fault(self, kwargs: dict) -> BaseException | None:
         exc = kwargs.get("exc_info")
-        if isinstance(exc, (HttpProcessingError, ConnectionError)):
+        if isinstance(exc, (HttpProcessingError, RequestPayloadError, ConnectionError)):
             return exc
         return None
 
@@ -177,6 +179,9 @@ class _GuardedHandler(RequestHandler):
         self.force_close()
 
     def _process_keepalive(self) -> None:
+        if self._header_timer is not None:     # a request's head is arriving: its own timer
+            self._keepalive_handle = None
+            return
         was = self._force_close
         super()._process_keepalive()
         if self._force_close and not was:
@@ -206,6 +211,7 @@ class GuardedRunner(web.AppRunner):
         kwargs.setdefault("lingering_time", min(2.0, guard.body_timeout_s))
         kwargs.setdefault("logger", QuietServerLogger())
         kwargs.setdefault("access_log", None)
+        kwargs.setdefault("auto_decompress", False)   # compressed bodies are refused (415)
         super().__init__(app, **kwargs)
 
     async def _make_server(self) -> Server:
