@@ -195,11 +195,25 @@ class _GuardedHandler(RequestHandler):
 
 class _GuardedServer(Server):
     def __init__(self, handler: Any, *, guard: ConnectionGuard, **kwargs: Any) -> None:
-        super().__init__(handler, **kwargs)
+        super().__init__(_checked_expect(handler), **kwargs)
         self.guard = guard
 
     def __call__(self) -> RequestHandler:
         return _GuardedHandler(self, guard=self.guard, loop=self._loop, **self._kwargs)
+
+
+def _checked_expect(handler: Any) -> Any:
+    """aiohttp answers an unknown ``Expect`` before any middleware, and fails with a 500
+    on one that is not UTF-8: answer 417 here, for every route."""
+    async def handle(request: web.BaseRequest) -> web.StreamResponse:
+        expect = request.headers.get("Expect")
+        if expect is not None and expect.strip().lower() != "100-continue":
+            return web.json_response({"error": {
+                "code": "bad_input", "stage": "api", "message": "unsupported Expect header",
+                "hint": "send no Expect header, or Expect: 100-continue",
+                "retryable": False}}, status=417)
+        return await handler(request)
+    return handle
 
 
 class GuardedRunner(web.AppRunner):
