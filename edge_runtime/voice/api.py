@@ -24,7 +24,7 @@ from aiohttp import WSMsgType, web
 from ..audio.format import PcmFormat, decode_pcm, resample, to_mono
 from ..audio.playback import VirtualSpeaker
 from ..errors import BadInputError, EdgeError
-from ..http_guard import WS_KEY, read_body
+from ..http_guard import GUARD_KEY, WS_KEY, read_body
 from ..limits import MAX_WS_MESSAGE_BYTES, RequestLimits, check_stream_start, parse_json
 from .service import VoiceService
 
@@ -114,7 +114,9 @@ class _WsSpeaker(VirtualSpeaker):
 async def stream(request: web.Request) -> web.WebSocketResponse:
     service = request.app[VOICE_KEY]
     service.require_ready()
-    ws = web.WebSocketResponse(max_msg_size=MAX_WS_MESSAGE, heartbeat=30.0)
+    guard = request.app.get(GUARD_KEY)         # a silent peer is dropped like an idle one
+    heartbeat = min(30.0, guard.idle_timeout_s) if guard is not None else 30.0
+    ws = web.WebSocketResponse(max_msg_size=MAX_WS_MESSAGE, heartbeat=heartbeat)
     await ws.prepare(request)
     request[WS_KEY] = ws         # from here on, errors become events, never an HTTP 500
     loop = asyncio.get_running_loop()
