@@ -62,17 +62,18 @@ class _NoPickleDisk(diskcache.Disk):
         return super().fetch(mode, filename, value, read)
 
     def remove(self, file_path: Any) -> None:
-        """Delete a value file only when it is a regular file inside the directory."""
+        """Delete a value file only when it looks like one diskcache writes (``ab/cd/<hex>.val``
+        inside the directory, a regular file): never the database, never anything outside."""
         try:
             root = Path(self._directory).resolve()
             target = (root / str(file_path)).resolve()
-            inside = target.parent != target and root in target.parents
-            if inside and target.is_file():
+            rel = target.relative_to(root)
+            if len(rel.parts) == 3 and target.suffix == ".val" and target.is_file():
                 target.unlink()
                 return
         except (OSError, ValueError):
             pass
-        log.debug("disk cache: not removing a value file outside the cache directory")
+        log.debug("disk cache: not removing %r: not a value file of this cache", file_path)
 
 
 def _is_corrupt(exc: BaseException) -> bool:
