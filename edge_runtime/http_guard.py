@@ -226,6 +226,8 @@ class GuardedRunner(web.AppRunner):
         kwargs.setdefault("logger", QuietServerLogger())
         kwargs.setdefault("access_log", None)
         kwargs.setdefault("auto_decompress", False)   # compressed bodies are refused (415)
+        # a client that goes away cancels its handler: decoding stops, nothing is logged
+        kwargs.setdefault("handler_cancellation", True)
         super().__init__(app, **kwargs)
 
     async def _make_server(self) -> Server:

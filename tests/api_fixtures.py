@@ -18,9 +18,10 @@ from tests.voice_fixtures import EnergyVad, FakeAsr, FakeTts
 
 
 class GuardedTestServer(TestServer):
-    """aiohttp's TestServer on the daemon's own runner."""
+    """aiohttp's TestServer on the daemon's own runner, with its settings."""
 
     async def _make_runner(self, **kwargs):
+        kwargs.pop("handler_cancellation", None)     # as `serve` runs it, not as tests do
         return GuardedRunner(self.app, **kwargs)
 
 

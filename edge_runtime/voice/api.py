@@ -138,6 +138,7 @@ async def stream(request: web.Request) -> web.WebSocketResponse:
         log.debug("stream client went away: %s", exc)
     finally:
         session.close()
+        log.debug("stream session closed")
     return ws
 
 
