@@ -114,7 +114,7 @@ class QuietServerLogger(logging.LoggerAdapter):
             return exc
         return None
 
-    def exception(self, msg: Any, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def exception(self, msg: Any, *args: Any, **kwargs: Any) -> None:
         exc = self._client_fault(kwargs)
         if exc is None:
             self.logger.error(msg, *args, **{"exc_info": True, **kwargs})
@@ -124,7 +124,7 @@ class QuietServerLogger(logging.LoggerAdapter):
         self.logger.info("rejected a malformed HTTP request (%s %s)", type(exc).__name__,
                          status)
 
-    def error(self, msg: Any, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def error(self, msg: Any, *args: Any, **kwargs: Any) -> None:
         if self._client_fault(kwargs) is not None:
             self.exception(msg, *args, **kwargs)
         else:

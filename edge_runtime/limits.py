@@ -115,12 +115,9 @@ def json_depth(value: Any) -> int:
     depth, level = 0, [(value, 1)]
     while level:
         node, d = level.pop()
-        if isinstance(node, dict):
-            items = node.values()
-        elif isinstance(node, list):
-            items = node
-        else:
+        if not isinstance(node, (dict, list)):
             continue
+        items = node.values() if isinstance(node, dict) else node
         depth = max(depth, d)
         level.extend((x, d + 1) for x in items if isinstance(x, (dict, list)))
     return depth
