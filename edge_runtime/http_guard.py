@@ -120,6 +120,8 @@ class QuietServerLogger(logging.LoggerAdapter):
             self.logger.error(msg, *args, **{"exc_info": True, **kwargs})
             return
         self.logger.debug(msg, *args, **kwargs)
+        if isinstance(exc, ConnectionError):      # the client went away: DEBUG only
+            return
         status = getattr(exc, "code", None) or getattr(exc, "status", "")
         self.logger.info("rejected a malformed HTTP request (%s %s)", type(exc).__name__,
                          status)
