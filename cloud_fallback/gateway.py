@@ -248,7 +248,16 @@ class Gateway:
             self._malformed("ignoring a %s from peer %s: not a client message", type(msg).TYPE,
                             peer.hex())
             return
-        handler(peer, msg)
+        try:
+            handler(peer, msg)
+        except Exception as exc:   # one odd message must never stop the I/O loop
+            log.warning("a %s from peer %s could not be handled: %s: %s", type(msg).TYPE,
+                        peer.hex(), type(exc).__name__, exc, exc_info=True)
+            if isinstance(msg, Request):
+                self._active.pop((peer, msg.id), None)
+                self._send(peer, Error(msg.id, ERR_BAD_REQUEST,
+                                       f"the request could not be handled ({type(exc).__name__})",
+                                       False))
 
     def _malformed(self, fmt: str, *args: object) -> None:
         """Count a bad message; log at most one WARNING per second (a junk flood must not
@@ -294,6 +303,9 @@ class Gateway:
         served = getattr(self.backend, "model_name", "")
         if (peer, req.id) in self._active:
             return reject(ERR_BAD_REQUEST, f"request id {req.id} is already in progress", False)
+        if not req.messages or req.params.max_new_tokens < 1:
+            return reject(ERR_BAD_REQUEST, "a request needs at least one message and "
+                          "params.max_new_tokens >= 1", False)
         if req.model and served and req.model != served:
             return reject(ERR_BAD_REQUEST, f"model {req.model!r} is not served here "
                           f"(this gateway serves {served!r})", False)

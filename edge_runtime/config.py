@@ -55,6 +55,10 @@ class ServerConfig:
     max_body_bytes: int = 1_000_000
     max_concurrent_requests: int = 64  # LLM-bound requests (local + cloud) in flight; skills
                                        # and cache hits are not counted
+    header_timeout_s: float = 10.0     # request line + headers must arrive within this
+    body_timeout_s: float = 30.0       # a request body must arrive within this
+    idle_timeout_s: float = 60.0       # a connection with no request in progress is closed
+    max_connections: int = 256         # open connections; more are refused with 503
 
     def is_loopback(self) -> bool:
         if self.host in ("localhost",):
@@ -331,6 +335,10 @@ class Config:
             else:
                 _check(scheme != "tcp" or 0 < port < 65536, "wyoming.uri",
                        "port must be 1..65535")
+        for key in ("header_timeout_s", "body_timeout_s", "idle_timeout_s"):
+            _check(0 < getattr(self.server, key) <= 3600, f"server.{key}",
+                   "must be a number of seconds within (0, 3600]")
+        _check(self.server.max_connections >= 1, "server.max_connections", "must be >= 1")
 
     def _validate_voice(self) -> None:
         """[vad] [asr] [tts] [voice]: checked here, so a bad value fails at load and not on

@@ -5,23 +5,29 @@ POST /v1/ask  {"text": "..."}   -> the answer object (DESIGN.md "Contracts");
 POST /v1/chat/completions, GET /v1/models -> the OpenAI-compatible API (api/openai_compat.py)
 GET  /healthz                   -> {"status": "ok" | "degraded", ...}
 GET  /metrics                   -> Prometheus text format
+
+Every request body is checked against the edge policy (``limits.py``) before a stage sees
+it; connections obey the read timeouts and the cap of ``http_guard.py``.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
 import hmac
-import json
 import logging
 import math
 import signal
 
-from aiohttp import web
+from aiohttp import WSCloseCode, web
+from aiohttp.web_protocol import RequestPayloadError
 
 from . import systemd as systemd_notify
 from .config import Config
-from .errors import BadInputError, EdgeError, OverloadedError
 from .api import openai_compat
+from .errors import BadInputError, EdgeError, OverloadedError
+from .http_guard import GUARD_KEY, LIMITS_KEY, WS_KEY, ConnectionGuard, GuardedRunner, read_body
+from .limits import (RequestLimits, RequestTimeoutError, check_budget_ms,
+                     check_content_encoding, check_session, check_text, parse_json_object)
 from .runtime import Runtime
 from .types import CancelToken
 
@@ -31,11 +37,48 @@ RUNTIME_KEY = web.AppKey("runtime", Runtime)
 ANNOUNCE_KEY = web.AppKey("announcements", collections.deque)
 
 
+class UnauthorizedError(EdgeError):
+    code, stage, http_status = "unauthorized", "api", 401
+
+
 def _error(exc: EdgeError) -> web.Response:
     headers = None
     if isinstance(exc, OverloadedError):
         headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
-    return web.json_response({"error": exc.to_dict()}, status=exc.http_status, headers=headers)
+    resp = web.json_response({"error": exc.to_dict()}, status=exc.http_status, headers=headers)
+    if isinstance(exc, RequestTimeoutError):     # the rest of the body may still trickle in
+        resp.force_close()
+    return resp
+
+
+@web.middleware
+async def auth_and_errors(request: web.Request, handler):
+    try:
+        _check_token(request)
+        if request.method in ("POST", "PUT", "PATCH"):
+            check_content_encoding(request.headers.get("Content-Encoding"))
+        return await handler(request)
+    except EdgeError as exc:
+        if _websocket_started(request):
+            return await _close_websocket(request, exc.one_line())
+        if isinstance(exc, UnauthorizedError) and openai_compat.owns(request.path):
+            return openai_compat.unauthorized()
+        return _error(exc)
+    except web.HTTPException:
+        raise
+    except (ConnectionError, RequestPayloadError) as exc:   # the client left or sent junk
+        log.debug("client fault on %s: %s: %s", request.path, type(exc).__name__, exc)
+        if _websocket_started(request):
+            return await _close_websocket(request, None)
+        return _error(BadInputError("the request body could not be read (the client "
+                                    "disconnected or sent a malformed body)", stage="api"))
+    except Exception:  # the daemon keeps serving; the log has the traceback
+        log.exception("unhandled error in %s", request.path)
+        if _websocket_started(request):       # after the 101: never write an HTTP response
+            return await _close_websocket(request, "internal error; see the daemon log")
+        return web.json_response({"error": {"code": "internal", "stage": "api", "message":
+                                  "internal error; see the daemon log", "hint": None,
+                                  "retryable": True}}, status=500)
 
 
 def token_ok(request: web.Request) -> bool:
@@ -44,79 +87,58 @@ def token_ok(request: web.Request) -> bool:
     token = request.app[RUNTIME_KEY].cfg.server.token
     if not token or request.path == "/healthz":
         return True
-    given = request.headers.get("Authorization", "")
-    return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+    # headers are decoded as UTF-8 with surrogateescape: encode back the same way
+    given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+    return hmac.compare_digest(given, f"Bearer {token}".encode())
 
 
-@web.middleware
-async def auth_and_errors(request: web.Request, handler):
+def _check_token(request: web.Request) -> None:
     if not token_ok(request):
-        if openai_compat.owns(request.path):
-            return openai_compat.unauthorized()
-        return web.json_response({"error": {"code": "unauthorized", "message":
-                                      "missing or wrong bearer token", "stage": "api",
-                                      "hint": "send Authorization: Bearer <server.token>",
-                                      "retryable": False}}, status=401)
-    try:
-        return await handler(request)
-    except EdgeError as exc:
-        return _error(exc)
-    except web.HTTPException:
-        raise
-    except Exception:  # the daemon keeps serving; the log has the traceback
-        log.exception("unhandled error in %s", request.path)
-        return web.json_response({"error": {"code": "internal", "stage": "api", "message":
-                                  "internal error; see the daemon log", "hint": None,
-                                  "retryable": True}}, status=500)
+        raise UnauthorizedError("missing or wrong bearer token",
+                                hint="send Authorization: Bearer <server.token>")
+
+
+def _websocket_started(request: web.Request) -> bool:
+    ws = request.get(WS_KEY)
+    return ws is not None and ws.prepared
+
+
+async def _close_websocket(request: web.Request, message: str | None) -> web.StreamResponse:
+    """An error after the WebSocket handshake: an ``error`` event and a clean close."""
+    ws = request[WS_KEY]
+    if not ws.closed:
+        try:
+            if message is not None:
+                await ws.send_json({"type": "error", "error": {
+                    "code": "internal", "stage": "api", "message": message, "hint": None,
+                    "retryable": True}})
+            await ws.close(code=WSCloseCode.INTERNAL_ERROR if message else WSCloseCode.OK)
+        except (ConnectionError, RuntimeError):
+            log.debug("stream client went away before the close")
+    return ws
 
 
 async def ask(request: web.Request) -> web.StreamResponse:
     rt = request.app[RUNTIME_KEY]
-    body = await _read_body(request, rt.cfg.server.max_body_bytes)
-    try:
-        payload = json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise BadInputError("request body is not UTF-8 JSON",
-                            hint='send {"text": "..."} as application/json') from None
-    except json.JSONDecodeError as exc:
-        raise BadInputError(f"request body is not valid JSON ({exc.msg} at {exc.pos})",
-                            hint='send {"text": "..."}') from None
-    if not isinstance(payload, dict) or "text" not in payload:
-        raise BadInputError('request body must be an object with a "text" field',
-                            hint='send {"text": "..."}')
-    budget = payload.get("budget_ms")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
-                               or budget <= 0):
-        raise BadInputError('"budget_ms" must be a positive number of milliseconds')
-    session = payload.get("session")
-    if session is not None and (not isinstance(session, str) or not 0 < len(session) <= 128):
-        raise BadInputError('"session" must be a string of 1..128 characters')
+    limits = request.app[LIMITS_KEY]
+    payload = parse_json_object(await read_body(request, limits.max_body_bytes), limits,
+                                required=("text",))
+    text = check_text(payload["text"], limits)
+    budget = check_budget_ms(payload.get("budget_ms"), limits)
+    session = check_session(payload.get("session"))
     stream = payload.get("stream", False)
     if not isinstance(stream, bool):
         raise BadInputError('"stream" must be true or false')
     if stream:
         from .api.ask_stream import stream_ask
-        return await stream_ask(request, rt.pipeline, payload["text"], budget_ms=budget,
-                                session=session)
+        return await stream_ask(request, rt.pipeline, text, budget_ms=budget, session=session)
     cancel = CancelToken()
     try:
-        result = await rt.pipeline.ask(payload["text"], cancel=cancel, budget_ms=budget,
-                                       session=session)
+        result = await rt.pipeline.ask(text, cancel=cancel, budget_ms=budget, session=session)
     except asyncio.CancelledError:          # the client went away: stop decoding
         cancel.cancel()
         raise
     return web.json_response(result.to_dict())
-
-
-async def _read_body(request: web.Request, limit: int) -> bytes:
-    if request.content_length is not None and request.content_length > limit:
-        raise BadInputError(f"request body is {request.content_length} bytes, more than "
-                            f"{limit}", hint="send less or raise server.max_body_bytes")
-    try:
-        return await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise BadInputError(f"request body is more than {limit} bytes",
-                            hint="send less or raise server.max_body_bytes") from None
 
 
 async def announcements(request: web.Request) -> web.Response:
@@ -154,14 +176,16 @@ def make_app(rt: Runtime, *, voice: bool | None = None) -> web.Application:
                           client_max_size=rt.cfg.server.max_body_bytes)
     app[RUNTIME_KEY] = rt
     app[ANNOUNCE_KEY] = collections.deque(maxlen=32)
+    app[LIMITS_KEY] = RequestLimits.from_config(rt.cfg)
+    app[GUARD_KEY] = ConnectionGuard.from_config(rt.cfg.server, rt.metrics.registry)
     app.router.add_post("/v1/ask", ask)
     app.router.add_get("/v1/announcements", announcements)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
-    openai_compat.add_openai_routes(app, rt)
     if rt.cfg.voice.enabled if voice is None else voice:
         from .voice.api import add_voice_routes
         add_voice_routes(app, rt)
+    openai_compat.add_openai_routes(app, rt)
     return app
 
 
@@ -173,7 +197,7 @@ async def serve(cfg: Config) -> None:
         loop.add_signal_handler(sig, stop.set)
     rt = await loop.run_in_executor(None, Runtime.build, cfg)
     await rt.start()
-    runner = web.AppRunner(make_app(rt), access_log=None)
+    runner = GuardedRunner(make_app(rt))      # read timeouts, connection cap, quiet logs
     await runner.setup()
     site = web.TCPSite(runner, cfg.server.host, cfg.server.port)
     await site.start()

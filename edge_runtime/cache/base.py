@@ -76,7 +76,8 @@ def decode_answer(raw: bytes) -> tuple[CachedAnswer, float]:
     """
     try:
         doc = json.loads(raw)
-    except (ValueError, TypeError) as exc:   # UnicodeDecodeError and JSONDecodeError are ValueErrors
+    # UnicodeDecodeError and JSONDecodeError are ValueErrors; a tampered row may nest deep
+    except (ValueError, TypeError, RecursionError) as exc:
         raise CacheValueError(f"cached value is not valid JSON ({exc.__class__.__name__})",
                               hint="it is ignored and will be overwritten") from None
     if not isinstance(doc, dict) or doc.get("v") != CODEC_VERSION:
@@ -94,4 +95,6 @@ def decode_answer(raw: bytes) -> tuple[CachedAnswer, float]:
 
 
 def _is_number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return math.isfinite(v) if isinstance(v, float) else abs(v) < 2 ** 53

@@ -31,11 +31,18 @@ log = logging.getLogger(__name__)
 DB_NAME = diskcache.core.DBNAME          # "cache.db"
 _HEADER = struct.Struct(">d")
 _PROBE_KEY = "edge-runtime:probe"
+_INLINE_BYTES = 1 << 30           # every value inline: no value files (answers are < 64 KiB)
 
 
 class _NoPickleDisk(diskcache.Disk):
     """Refuses to unpickle anything read back: this tier stores only bytes and str keys,
-    so a pickled row can only come from a foreign or tampered database."""
+    so a pickled row can only come from a foreign or tampered database.
+
+    Values are stored inline in SQLite (``disk_min_file_size`` is set above any answer),
+    so a row never names a file: one that does (diskcache joins the stored ``filename``
+    onto the directory: an absolute or ``../`` path, a FIFO) is refused unread, and
+    removing such a row never deletes anything outside the cache directory. Every read is
+    then one SQLite lookup, bounded by the busy timeout."""
 
     def get(self, key: Any, raw: bool) -> Any:
         if not raw:
@@ -47,7 +54,26 @@ class _NoPickleDisk(diskcache.Disk):
         if mode == diskcache.core.MODE_PICKLE:
             raise CacheValueError("disk cache holds a pickled value; refusing to unpickle it",
                                   hint="delete the cache directory if this persists")
+        if mode != diskcache.core.MODE_RAW or filename is not None or value is None:
+            raise CacheValueError("disk cache row points at a file instead of holding its "
+                                  "value; refusing to read it",
+                                  hint="answers are stored inline; delete the cache "
+                                       "directory if this persists")
         return super().fetch(mode, filename, value, read)
+
+    def remove(self, file_path: Any) -> None:
+        """Delete a value file only when it looks like one diskcache writes (``ab/cd/<hex>.val``
+        inside the directory, a regular file): never the database, never anything outside."""
+        try:
+            root = Path(self._directory).resolve()
+            target = (root / str(file_path)).resolve()
+            rel = target.relative_to(root)
+            if len(rel.parts) == 3 and target.suffix == ".val" and target.is_file():
+                target.unlink()
+                return
+        except (OSError, ValueError):
+            pass
+        log.debug("disk cache: not removing %r: not a value file of this cache", file_path)
 
 
 def _is_corrupt(exc: BaseException) -> bool:
@@ -171,6 +197,7 @@ class DiskTier:
     def _new_cache(self) -> diskcache.Cache:
         cache = diskcache.Cache(str(self.directory), timeout=self.sqlite_timeout_s,
                                 disk=_NoPickleDisk, size_limit=self.size_limit_bytes,
+                                disk_min_file_size=_INLINE_BYTES,
                                 eviction_policy="least-recently-stored", statistics=False)
         try:
             len(cache)                        # reads the Settings table: catches a bad file now

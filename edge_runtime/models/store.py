@@ -149,7 +149,7 @@ class ModelStore:
                     raise PullError(f"{name}: {f.name} has sha256 {digest}, manifest says "
                                     f"{f.sha256}", hint="the source changed; check the manifest")
                 os.replace(got, dest / f.name)
-                self._mark_verified(dest / f.name)
+                self._mark_verified(dest / f.name, digest)
                 out.append(dest / f.name)
         return out
 
@@ -204,24 +204,34 @@ class ModelStore:
             raise PullError(f"{entry.name}: download of {entry.url} failed: {exc}") from None
 
     # -- verification --------------------------------------------------------------------
+    # A ``<file>.verified`` stamp caches the sha256 of the file's content under the file's
+    # identity: size, mtime, ctime and inode. Writing to the file in place changes its
+    # ctime even when the writer puts the mtime back (``touch -d``, ``cp -p``, ``os.utime``
+    # cannot set ctime), so a cheap check re-hashes exactly when the content may differ.
     @staticmethod
-    def _stamp(path: Path) -> str:
+    def _stamp(path: Path, sha: str) -> str:
         st = path.stat()
-        return f"{st.st_size}:{st.st_mtime_ns}"
+        return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{sha}"
 
-    def _mark_verified(self, path: Path) -> None:
-        path.with_name(path.name + ".verified").write_text(self._stamp(path))
+    def _mark_verified(self, path: Path, sha: str | None = None) -> None:
+        path.with_name(path.name + ".verified").write_text(
+            self._stamp(path, sha or sha256_file(path)))
 
     def _verified(self, path: Path, sha: str, deep: bool = False) -> bool:
-        """True when the file exists and hashes right (cheap stamp check unless ``deep``)."""
+        """True when the file exists and hashes to ``sha`` (the cached hash unless ``deep``
+        or the file's identity changed since it was hashed)."""
         if not path.is_file():
             return False
         stamp = path.with_name(path.name + ".verified")
-        if not deep and stamp.is_file() and stamp.read_text() == self._stamp(path):
+        try:
+            cached = not deep and stamp.is_file() and stamp.read_text() == self._stamp(path, sha)
+        except (OSError, UnicodeDecodeError):
+            cached = False
+        if cached:
             return True
         ok = sha256_file(path) == sha
         if ok:
-            self._mark_verified(path)
+            self._mark_verified(path, sha)
         return ok
 
     def status(self, name: str, deep: bool = True) -> dict:

@@ -205,7 +205,7 @@ def decode(data: bytes) -> WireMessage:
     if type(envelope) is not list or len(envelope) != 3:
         raise ProtocolError("frame is not a [version, type, body] envelope")
     version, type_name, body = envelope
-    if version != PROTOCOL_VERSION or isinstance(version, bool):
+    if type(version) is not int or version != PROTOCOL_VERSION:   # not 1.0, not True
         raise ProtocolError(f"protocol version {version!r} is not supported (this side speaks "
                             f"{PROTOCOL_VERSION})", hint="run the same edge-runtime release "
                             "on the device and the gateway", code="protocol_version")

@@ -24,12 +24,15 @@ from aiohttp import WSMsgType, web
 from ..audio.format import PcmFormat, decode_pcm, resample, to_mono
 from ..audio.playback import VirtualSpeaker
 from ..errors import BadInputError, EdgeError
+from ..http_guard import GUARD_KEY, WS_KEY, read_body
+from ..limits import MAX_WS_MESSAGE_BYTES, RequestLimits, check_stream_start, parse_json
 from .service import VoiceService
 
 log = logging.getLogger(__name__)
 
 VOICE_KEY = web.AppKey("voice", VoiceService)
-MAX_WS_MESSAGE = 1 << 20
+MAX_WS_MESSAGE = MAX_WS_MESSAGE_BYTES
+_WS_LIMITS = RequestLimits(max_body_bytes=MAX_WS_MESSAGE_BYTES)
 
 
 def add_voice_routes(app: web.Application, runtime) -> None:
@@ -52,11 +55,10 @@ async def _stop(app: web.Application) -> None:
 
 async def audio(request: web.Request) -> web.Response:
     service = request.app[VOICE_KEY]
-    limit = service.max_upload_bytes
-    if request.content_length is not None and request.content_length > limit:
-        raise BadInputError(f"audio upload is {request.content_length} bytes, more than "
-                            f"{limit}", hint="send one utterance (16 kHz mono 16-bit WAV)")
-    body = await _read_limited(request, limit)
+    # past the daemon-wide server.max_body_bytes, up to what audio.max_seconds can need;
+    # the WAV parser then checks the duration itself
+    body = await read_body(request, service.max_upload_bytes, what="audio upload",
+                           hint="send one utterance (16 kHz mono 16-bit WAV)")
     speak = request.query.get("speak", "1") not in ("0", "false", "no")
     out, wav = await service.answer_wav(body, speak=speak)
     if request.query.get("format") == "wav":
@@ -68,18 +70,6 @@ async def audio(request: web.Request) -> web.Response:
         out["audio"] = {"sample_rate": service.stack.tts.sample_rate, "format": "wav",
                         "wav_base64": base64.b64encode(wav).decode("ascii")}
     return web.json_response(out)
-
-
-async def _read_limited(request: web.Request, limit: int) -> bytes:
-    """The body, read past the daemon-wide ``server.max_body_bytes`` up to ``limit``."""
-    parts, size = [], 0
-    while chunk := await request.content.read(1 << 16):
-        size += len(chunk)
-        if size > limit:
-            raise BadInputError(f"audio upload is more than {limit} bytes",
-                                hint="send one utterance (16 kHz mono 16-bit WAV)")
-        parts.append(chunk)
-    return b"".join(parts)
 
 
 class _WsSpeaker(VirtualSpeaker):
@@ -124,49 +114,76 @@ class _WsSpeaker(VirtualSpeaker):
 async def stream(request: web.Request) -> web.WebSocketResponse:
     service = request.app[VOICE_KEY]
     service.require_ready()
-    ws = web.WebSocketResponse(max_msg_size=MAX_WS_MESSAGE, heartbeat=30.0)
+    guard = request.app.get(GUARD_KEY)         # a silent peer is dropped like an idle one
+    heartbeat = min(30.0, guard.idle_timeout_s) if guard is not None else 30.0
+    ws = web.WebSocketResponse(max_msg_size=MAX_WS_MESSAGE, heartbeat=heartbeat)
     await ws.prepare(request)
+    request[WS_KEY] = ws         # from here on, errors become events, never an HTTP 500
     loop = asyncio.get_running_loop()
     speaker = _WsSpeaker(ws, loop, service.stack.tts.sample_rate if service.stack.tts
                          else 22050)
     session = service.session(speaker, emit=lambda ev: speaker._send_json(ev))
-    fmt = PcmFormat()
-    rest = b""                       # a partial sample frame carried to the next message
+    state = _StreamState()
     try:
         async for msg in ws:
             if msg.type == WSMsgType.BINARY:
-                try:
-                    data = rest + msg.data
-                    cut = len(data) - len(data) % fmt.frame_bytes
-                    rest = data[cut:]
-                    x = to_mono(decode_pcm(data[:cut], fmt))
-                    await session.feed(resample(x, fmt.sample_rate))
-                except EdgeError as exc:
-                    await ws.send_json({"type": "error", "error": exc.to_dict()})
+                await _guarded(ws, _on_pcm(session, state, msg.data))
             elif msg.type == WSMsgType.TEXT:
-                try:
-                    ctl = json.loads(msg.data)
-                    kind = ctl.get("type") if isinstance(ctl, dict) else None
-                except json.JSONDecodeError:
-                    kind = None
-                if kind == "start":
-                    try:
-                        fmt = PcmFormat(int(ctl.get("sample_rate", 16000)),
-                                        int(ctl.get("channels", 1))).validate()
-                    except (EdgeError, ValueError, TypeError) as exc:
-                        err = exc.to_dict() if isinstance(exc, EdgeError) else \
-                            {"code": "bad_input", "message": str(exc)}
-                        await ws.send_json({"type": "error", "error": err})
-                elif kind == "end":
-                    await session.finish()
-                    await asyncio.sleep(speaker.wait_s())
-                    await ws.send_json({"type": "end"})
-                else:
-                    await ws.send_json({"type": "error", "error": {
-                        "code": "bad_input", "message": "unknown control message",
-                        "hint": 'send {"type": "start"|"end"} or binary s16le PCM'}})
+                if await _guarded(ws, _on_control(ws, session, speaker, state, msg.data)):
+                    break
             elif msg.type == WSMsgType.ERROR:
+                log.debug("stream client error: %s", ws.exception())
                 break
+    except (ConnectionError, RuntimeError) as exc:   # the client went away mid-send
+        log.debug("stream client went away: %s", exc)
     finally:
         session.close()
+        log.debug("stream session closed")
     return ws
+
+
+class _StreamState:
+    def __init__(self) -> None:
+        self.fmt = PcmFormat()
+        self.rest = b""              # a partial sample frame carried to the next message
+
+
+async def _guarded(ws: web.WebSocketResponse, step) -> bool:
+    """Run one message's handling; a typed error becomes an ``error`` event and the
+    stream goes on. Returns what the step returns (True = stop reading)."""
+    try:
+        return bool(await step)
+    except EdgeError as exc:
+        await ws.send_json({"type": "error", "error": exc.to_dict()})
+        return False
+
+
+async def _on_pcm(session, state: _StreamState, data: bytes) -> None:
+    fmt = state.fmt
+    data = state.rest + data
+    cut = len(data) - len(data) % fmt.frame_bytes
+    state.rest = data[cut:]
+    x = to_mono(decode_pcm(data[:cut], fmt))
+    await session.feed(resample(x, fmt.sample_rate))
+
+
+async def _on_control(ws: web.WebSocketResponse, session, speaker: _WsSpeaker,
+                      state: _StreamState, text: str) -> bool:
+    try:
+        ctl = parse_json(text, _WS_LIMITS, example='{"type": "start"}')
+    except BadInputError:
+        ctl = None
+    kind = ctl.get("type") if isinstance(ctl, dict) else None
+    if kind == "start":
+        assert isinstance(ctl, dict)
+        rate, channels = check_stream_start(ctl)
+        state.fmt, state.rest = PcmFormat(rate, channels).validate(), b""
+    elif kind == "end":
+        await session.finish()
+        await asyncio.sleep(speaker.wait_s())
+        await ws.send_json({"type": "end"})
+    else:
+        await ws.send_json({"type": "error", "error": {
+            "code": "bad_input", "message": "unknown control message",
+            "hint": 'send {"type": "start"|"end"} or binary s16le PCM'}})
+    return False

@@ -38,8 +38,8 @@ class VoiceService:
 
     @property
     def max_upload_bytes(self) -> int:
-        # 32-bit stereo 48 kHz of max_seconds, plus headers: larger bodies cannot be valid
-        return int(self.cfg.audio.max_seconds * 48_000 * 8) + 4096
+        from ..limits import RequestLimits      # the edge policy says what can be valid
+        return RequestLimits(max_audio_seconds=self.cfg.audio.max_seconds).max_audio_bytes
 
     async def start(self) -> None:
         """Load the models off the event loop; a failure is kept and reported per request."""
