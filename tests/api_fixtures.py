@@ -9,6 +9,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from edge_runtime.config import load_config
 from edge_runtime.daemon import make_app
+from edge_runtime.http_guard import GuardedRunner
 from edge_runtime.runtime import Runtime
 from tests.pipeline_fakes import FakeEngine, make_pipeline
 
@@ -53,15 +54,15 @@ async def start_client(*, token: str = "", engine="default", cloud=None, budget_
 
 
 class RealServer:
-    """The app under ``web.AppRunner`` + ``TCPSite`` as ``serve`` runs it (no handler
-    cancellation: a vanished client shows up as a failed write), on a free loopback port."""
+    """The app under the daemon's ``GuardedRunner`` + ``TCPSite`` as ``serve`` runs it, on a
+    free loopback port."""
 
     def __init__(self, engine) -> None:
         cfg = load_config(env={})
         self.pipeline = make_pipeline(cfg=cfg, engine=engine)
         p = self.pipeline
         self.runtime = Runtime(cfg=p.cfg, stages=p.s, metrics=p.metrics, pipeline=p)
-        self.runner = web.AppRunner(make_app(self.runtime, voice=False), access_log=None)
+        self.runner = GuardedRunner(make_app(self.runtime, voice=False))
         self.port = 0
 
     async def __aenter__(self) -> RealServer:
