@@ -24,7 +24,9 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import EdgeError, OverloadedError
+from ..errors import BadInputError, EdgeError, OverloadedError
+from ..http_guard import LIMITS_KEY, read_body
+from ..limits import RequestLimits, check_text, parse_json
 from ..runtime import Runtime
 from ..types import Result
 from .http_stream import LazyResponse
@@ -105,6 +107,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     try:
         req = parse_chat_request(await _read_json(request, rt.cfg.server.max_body_bytes),
                                  (MODEL_ID,))
+        check_text(req.text, request.app.get(LIMITS_KEY) or RequestLimits(),
+                   field="messages[-1].content")
         session = _seed_session(rt.pipeline, req)
         if req.stream:
             return await _stream(request, rt.pipeline, req, session)
@@ -122,26 +126,20 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
 
 async def _read_json(request: web.Request, limit: int) -> Any:
+    """The body through the edge policy (``limits.py``): size, read timeout, UTF-8, JSON
+    depth, finite numbers; an over-long body is OpenAI's 413."""
     if request.content_length is not None and request.content_length > limit:
         raise ChatRequestError(f"the request body is {request.content_length} bytes, more "
                                f"than {limit}", code="request_too_large", status=413,
                                hint="send a shorter conversation or raise "
                                     "server.max_body_bytes")
+    limits = request.app.get(LIMITS_KEY) or RequestLimits()
+    example = '{"model": "edge-runtime", "messages": [{"role": "user", "content": "..."}]}'
+    raw = await read_body(request, limit)
     try:
-        body = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise ChatRequestError(f"the request body is more than {limit} bytes",
-                               code="request_too_large", status=413,
-                               hint="send a shorter conversation or raise "
-                                    "server.max_body_bytes") from None
-    try:
-        return json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ChatRequestError("the request body is not UTF-8 JSON",
-                               code="invalid_json") from None
-    except json.JSONDecodeError as exc:
-        raise ChatRequestError(f"the request body is not valid JSON ({exc.msg} at {exc.pos})",
-                               code="invalid_json") from None
+        return parse_json(raw, limits, example=example)
+    except BadInputError as exc:           # OpenAI's code for a body that is not usable JSON
+        raise ChatRequestError(exc.message, code="invalid_json", hint=exc.hint) from None
 
 
 def _seed_session(pipeline: Any, req: ChatRequest) -> str | None:
