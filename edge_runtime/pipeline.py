@@ -13,7 +13,8 @@ import asyncio
 import logging
 import math
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
+from collections.abc import Callable
 
 from .cache.base import CachedAnswer
 from .clock import SYSTEM_CLOCK, Clock

@@ -76,7 +76,7 @@ def decode_answer(raw: bytes) -> tuple[CachedAnswer, float]:
     """
     try:
         doc = json.loads(raw)
-    except (ValueError, TypeError) as exc:   # UnicodeDecodeError and JSONDecodeError are ValueErrors
+    except (ValueError, TypeError) as exc:   # UnicodeDecodeError, JSONDecodeError: ValueErrors
         raise CacheValueError(f"cached value is not valid JSON ({exc.__class__.__name__})",
                               hint="it is ignored and will be overwritten") from None
     if not isinstance(doc, dict) or doc.get("v") != CODEC_VERSION:

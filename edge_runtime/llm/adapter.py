@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from ..types import CancelToken, GenerationParams, Message
 from .prompt import Prompt

@@ -77,7 +77,8 @@ def softmax(z: np.ndarray) -> np.ndarray:
 class EncoderIntentModel:
     """Loads a model directory once; ``probabilities`` is thread-safe (onnxruntime ``run``)."""
 
-    def __init__(self, model_dir: str | Path, threads: int = 1, model_file: str = MODEL_FILE) -> None:
+    def __init__(self, model_dir: str | Path, threads: int = 1,
+                 model_file: str = MODEL_FILE) -> None:
         self.model_dir = Path(model_dir).expanduser()
         for name in (model_file, TOKENIZER_FILE, META_FILE):
             if not (self.model_dir / name).is_file():

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Union
 
 from .numbers import Token, format_number
 
@@ -39,17 +38,17 @@ class Num:
 @dataclass(frozen=True)
 class Unary:
     op: str                   # "-", "%" (percent), "sqrt", "cbrt"
-    arg: "Node"
+    arg: Node
 
 
 @dataclass(frozen=True)
 class Bin:
     op: str                   # "+", "-", "*", "/", "^"
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
 
 
-Node = Union[Num, Unary, Bin]
+Node = Num | Unary | Bin
 
 # ---------------------------------------------------------------- words -> symbols
 _PHRASES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = tuple(sorted((
@@ -294,7 +293,8 @@ def speak(node: Node) -> str:
         return format_number(node.value, 4)
     if isinstance(node, Unary):
         inner = speak(node.arg)
-        return {"-": "minus " + inner, "%": inner + " percent", "sqrt": "the square root of " + inner,
+        return {"-": "minus " + inner, "%": inner + " percent",
+                "sqrt": "the square root of " + inner,
                 "cbrt": "the cube root of " + inner}[node.op]
     if node.op == "*" and isinstance(node.left, Unary) and node.left.op == "%":
         return f"{speak(node.left)} of {speak(node.right)}"

@@ -8,9 +8,10 @@ vector is L2-normalized.
 """
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def feature_names(words: list[str], tags: Iterable[str] = ()) -> Counter[str]:
             for i in range(len(padded) - n + 1):
                 feats["c:" + padded[i:i + n]] += _CHAR_WEIGHT
     seq = ["<s>", *words, "</s>"]
-    for a, b in zip(seq, seq[1:]):
+    for a, b in itertools.pairwise(seq):
         feats[f"b:{a} {b}"] += 1.0
     for tag in tags:
         feats["t:" + tag] += _TAG_WEIGHT

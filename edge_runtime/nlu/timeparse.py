@@ -148,7 +148,8 @@ def extract_time(tokens: list[Token]) -> dict[str, Any] | None:
             minutes = _int_value(tok, 1, 59)
         if minutes is not None:
             k = i + 2 if i + 1 < n and tokens[i + 1].text == "minutes" else i + 1
-            hour = _int_value(tokens[k + 1], 1, 12) if k + 1 < n and tokens[k].text in _PAST + _TO else None
+            hour = (_int_value(tokens[k + 1], 1, 12)
+                    if k + 1 < n and tokens[k].text in _PAST + _TO else None)
             if hour is not None:
                 if tokens[k].text in _TO:
                     hour, minutes = (hour - 2) % 12 + 1, 60 - minutes
@@ -159,7 +160,8 @@ def extract_time(tokens: list[Token]) -> dict[str, Any] | None:
             continue
         j = i + 1
         minute = 0
-        if j < n and tokens[j].text == "oh" and j + 1 < n and _int_value(tokens[j + 1], 0, 9) is not None:
+        if j < n and tokens[j].text == "oh" and j + 1 < n and \
+                _int_value(tokens[j + 1], 0, 9) is not None:
             minute, j = int(tokens[j + 1].value), j + 2
         elif j < n and _int_value(tokens[j], 0, 59) is not None:
             minute, j = int(tokens[j].value), j + 1
@@ -222,7 +224,8 @@ def extract_date(tokens: list[Token]) -> dict[str, Any] | None:
             return {"relative_days": -2}
         if text in _RELATIVE and not (i > 0 and texts[i - 1] in ("after", "before")):
             return {"relative_days": _RELATIVE[text]}
-        if text == "in" and i + 2 < n and tokens[i + 1].is_number and texts[i + 2] in ("day", "days"):
+        if text == "in" and i + 2 < n and tokens[i + 1].is_number and \
+                texts[i + 2] in ("day", "days"):
             return {"relative_days": int(tokens[i + 1].value)}
         if text in WEEKDAYS:
             which = texts[i - 1] if i > 0 and texts[i - 1] in ("this", "next", "last") else "this"

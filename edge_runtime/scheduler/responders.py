@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Protocol, Sequence
+from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..cloud_link.hedge import hedged_answer
@@ -161,8 +162,9 @@ class CloudResponder:
         t_sent = self.clock.monotonic()
         try:
             out = await hedged_answer(
-                cloud_stream, local_factory, hedge_after_s=hedge_after, sink=job.sink, clock=self.clock,
-                cancel=job.cancel, can_hedge=can_hedge if self.hedge else None)
+                cloud_stream, local_factory, hedge_after_s=hedge_after, sink=job.sink,
+                clock=self.clock, cancel=job.cancel,
+                can_hedge=can_hedge if self.hedge else None)
         finally:
             self.scheduler.cloud_sent(plan)
             _release_unstarted(slots)
