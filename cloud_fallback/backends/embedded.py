@@ -11,6 +11,7 @@ import contextlib
 import logging
 import threading
 from pathlib import Path
+from typing import Any
 from collections.abc import Iterator, Sequence
 
 from edge_runtime.errors import ConfigError, ModelLoadError
@@ -47,7 +48,7 @@ class EmbeddedBackend:
             raise ModelLoadError(f"the embedded backend needs edge_runtime.llm.load_engine: {exc}",
                                  hint="install edge-runtime completely, or use --backend openai"
                                  ) from exc
-        kwargs: dict[str, object] = {"providers": providers, "threads": threads}
+        kwargs: dict[str, Any] = {"providers": providers, "threads": threads}
         if model_name:
             kwargs["model_name"] = model_name
         if max_batch > 1:

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 from collections.abc import AsyncIterator, Callable
 
 from ..clock import SYSTEM_CLOCK, Clock
@@ -49,7 +49,7 @@ class HedgeOutcome:
     the cloud lost or failed (None when it won cleanly); ``reason``: one line for the result.
     """
 
-    winner: str
+    winner: Literal["cloud", "local"]
     answer: str
     hedged: bool
     first_piece_m: float | None
@@ -138,24 +138,27 @@ async def hedged_answer(cloud: CloudFactory, local: LocalFactory | None, *,
                 cloud_error = f"cloud failed mid-stream ({exc.message})"
                 sink.reset()
         else:
-            exc = _failure(cloud_run.task) if cloud_run.task.done() else None
-            if exc is not None and local is None:
-                if isinstance(exc, StopAsyncIteration):
+            failure = _failure(cloud_run.task) if cloud_run.task.done() else None
+            if failure is not None and local is None:
+                if isinstance(failure, StopAsyncIteration):
                     return HedgeOutcome("cloud", "", hedged, None, None, "cloud answered (empty)")
-                raise exc
-            if exc is None:
+                raise failure
+            if failure is None:
                 cloud_error = f"no cloud piece within {hedge_after_s * 1e3:.0f} ms"
-            elif isinstance(exc, StopAsyncIteration):
+            elif isinstance(failure, StopAsyncIteration):
                 cloud_error = "cloud sent an empty answer"
             else:
-                cloud_error = f"cloud failed ({getattr(exc, 'message', exc)})"
+                cloud_error = f"cloud failed ({getattr(failure, 'message', failure)})"
             await cloud_run.stop()
             if local_run is not None and not local_run.task.done():
                 await asyncio.wait({local_run.task})   # the cloud failed while local was starting
-            if local_run is not None and _failure(local_run.task) is None:
-                return await _finish(local_run, "local", hedged, cloud_error, sink, clock)
             if local_run is not None:
-                raise _failure(local_run.task)         # the local model itself failed
+                local_failure = _failure(local_run.task)
+                if local_failure is None:
+                    return await _finish(local_run, "local", hedged, cloud_error, sink, clock)
+                raise local_failure                    # the local model itself failed
+        # without a local model every path above has returned or raised
+        assert local is not None
         local_run = _Runner(local(local_token))        # local from the start
         return await _finish(local_run, "local", hedged, cloud_error, sink, clock)
     finally:
@@ -171,7 +174,8 @@ def _failure(task: asyncio.Task) -> BaseException | None:
     return task.exception()
 
 
-async def _finish(r: _Runner, who: str, hedged: bool, cloud_error: str | None, sink: Sink,
+async def _finish(r: _Runner, who: Literal["cloud", "local"],
+                  hedged: bool, cloud_error: str | None, sink: Sink,
                   clock: Clock) -> HedgeOutcome:
     """Stream the winner's pieces (its first fetch may still be running) into ``sink``."""
     pieces: list[str] = []

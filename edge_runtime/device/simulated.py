@@ -56,9 +56,9 @@ def parse_trace(lines: Iterable[str], interval_s: float = 1.0) -> list[tuple[flo
                 f"trace line {number} is not tegrastats output: {exc.message}") from None
     if not samples:
         raise TraceError("telemetry trace has no samples", hint="give at least one tegrastats line")
-    if all(s.timestamp is not None for s in samples):
-        t0 = samples[0].timestamp
-        offsets = [(s.timestamp - t0).total_seconds() for s in samples]
+    stamps = [s.timestamp for s in samples if s.timestamp is not None]
+    if len(stamps) == len(samples):
+        offsets = [(t - stamps[0]).total_seconds() for t in stamps]
         if any(b < a for a, b in itertools.pairwise(offsets)):
             raise TraceError("trace timestamps go backwards", hint="sort the trace by time")
     else:

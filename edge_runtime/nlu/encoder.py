@@ -154,10 +154,11 @@ class EncoderIntentModel:
         t = self.oos_threshold if threshold is None else threshold
         return decide(self.labels, self._in_scope, probs, t, self.oos_label)
 
-    def decide_scored(self, probs: np.ndarray, nearest: float) -> tuple[str, float]:
+    def decide_scored(self, probs: np.ndarray, nearest: float | None) -> tuple[str, float]:
         """(label, confidence) with the ``oos_score`` scheme: the best in-scope intent unless
-        the score flags the text; the oos confidence is 1 - the best in-scope probability."""
-        if self.scorer is None:
+        the score flags the text; the oos confidence is 1 - the best in-scope probability.
+        Without a score (or a nearest-neighbour similarity, which it needs): ``decide``."""
+        if self.scorer is None or nearest is None:
             return self.decide(probs)
         best_in = int(np.flatnonzero(self._in_scope)[probs[self._in_scope].argmax()])
         flagged = float(self.scorer.score(margins(self.labels, probs, self.oos_label)[0],

@@ -90,15 +90,15 @@ def _symbols(tokens: list[Token]) -> list[str | None]:
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        if tok.is_number:
-            out.extend(_fmt(tok.value).split())  # type: ignore[arg-type]
+        if tok.value is not None:
+            out.extend(_fmt(tok.value).split())
             i += 1
             continue
         for verb, joiners, op, swap in (_PREFIX if texts[i] in _VERBS else ()):
             k = i + 1 + (1 if texts[i + 1:i + 2] == ["of"] else 0)
-            if texts[i] == verb and k + 2 < len(tokens) and tokens[k].is_number \
-                    and texts[k + 1] in joiners and tokens[k + 2].is_number:
-                a, b = _fmt(tokens[k].value), _fmt(tokens[k + 2].value)  # type: ignore[arg-type]
+            if texts[i] == verb and k + 2 < len(tokens) and (x := tokens[k].value) is not None \
+                    and texts[k + 1] in joiners and (y := tokens[k + 2].value) is not None:
+                a, b = _fmt(x), _fmt(y)
                 out.extend(["(", b, op, a, ")"] if swap else ["(", a, op, b, ")"])
                 i = k + 3
                 break

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import itertools
 import zlib
-from collections import Counter
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -29,9 +29,9 @@ def words_of(tokens: Iterable[Token]) -> list[str]:
     return [NUM if t.is_number else t.text for t in tokens]
 
 
-def feature_names(words: list[str], tags: Iterable[str] = ()) -> Counter[str]:
+def feature_names(words: list[str], tags: Iterable[str] = ()) -> dict[str, float]:
     """Feature name -> weight for one utterance (before hashing and normalization)."""
-    feats: Counter[str] = Counter()
+    feats: defaultdict[str, float] = defaultdict(float)
     for w in words:
         feats["w:" + w] += 1.0
         if w == NUM:
@@ -48,7 +48,8 @@ def feature_names(words: list[str], tags: Iterable[str] = ()) -> Counter[str]:
     return feats
 
 
-def hash_features(feats: Counter[str], bits: int = DEFAULT_BITS) -> tuple[np.ndarray, np.ndarray]:
+def hash_features(feats: Mapping[str, float],
+                  bits: int = DEFAULT_BITS) -> tuple[np.ndarray, np.ndarray]:
     """(sorted unique bucket indices int64, L2-normalized values float32)."""
     mask = (1 << bits) - 1
     buckets: dict[int, float] = {}

@@ -124,7 +124,7 @@ class Understander:
         With ``cfg.model_dir`` set (a trained encoder), use it instead, on ``cfg.threads``
         onnxruntime threads (default 1), and its ``intents.yaml`` when ``intents_file`` is ""."""
         model_dir = cfg.model_dir or None
-        intents_file = cfg.intents_file or None
+        intents_file: str | Path | None = cfg.intents_file or None
         if model_dir and not intents_file and \
                 (Path(model_dir).expanduser() / INTENTS_FILE).is_file():
             intents_file = Path(model_dir).expanduser() / INTENTS_FILE   # the set it was trained on
@@ -237,6 +237,7 @@ class Understander:
             if self._known_ratio(words) < self.min_known_ratio:
                 return OOS, 1.0
             return self._encoder.classify(normalized)
+        assert self._classifier is not None     # trained whenever there is no encoder
         probs = self._classifier.probabilities(self._features(tokens, found))
         labels = self._classifier.labels
         top = int(probs.argmax())

@@ -180,7 +180,7 @@ class TimerSkill:
         name, seconds = slots.get("timer_name"), slots.get("duration_s")
         if not name and seconds is None:
             return self.store.active(), ""
-        what = f"{name} timer" if name else f"timer for {say_duration(seconds)}"
+        what = f"{name} timer" if name or seconds is None else f"timer for {say_duration(seconds)}"
         return self.store.find(name, seconds), what
 
     def _cancel(self, slots: dict[str, Any], text: str) -> str:
