@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 HOME_DIR ?= $(or $(EDGE_RUNTIME_PATHS__HOME),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/edge-runtime)
 MODEL_DIR := $(HOME_DIR)/models/smollm2-135m-instruct/onnx
 
-.PHONY: install install-dev models run test test-unit clean
+.PHONY: install install-dev models run lint test test-unit clean
 
 # What running needs: the daemon, the GGUF -> ONNX build (gguf, onnx) and the voice stack.
 $(VENV)/.run-installed: pyproject.toml
@@ -32,8 +32,15 @@ models: install
 run: models
 	BIN=$(BIN) ./scripts/run-embedded.sh
 
-# Every test layer: unit, integration (real model, real redis-server, real edge-cloud), e2e.
-test: models install-dev
+# The static checks (configured in pyproject.toml): ruff, with its async rules, and mypy
+# (its `files`: edge_runtime and cloud_fallback). Both come from the dev extra.
+lint: install-dev
+	$(BIN)/ruff check edge_runtime cloud_fallback
+	$(BIN)/mypy
+
+# The static checks, then every test layer: unit, integration (real model, real
+# redis-server, real edge-cloud), e2e.
+test: lint models install-dev
 	$(BIN)/edge-runtime models pull all-minilm-l6-v2
 	./scripts/ensure-services.sh
 	EDGE_TEST_MODEL_DIR=$(MODEL_DIR) $(BIN)/pytest -q -rs
@@ -42,4 +49,4 @@ test-unit: install-dev
 	$(BIN)/pytest -q tests/unit
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache

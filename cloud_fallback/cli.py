@@ -8,7 +8,8 @@
     edge-cloud keys add KEY_OR_FILE --allow-list FILE [--comment NAME]   # let a device in
 
 ``serve`` prints ``edge-cloud ready on tcp://HOST:PORT`` on stdout once it accepts requests
-and stops cleanly on SIGTERM/SIGINT. Errors print one line and exit non-zero (2: bad input or configuration).
+and stops cleanly on SIGTERM/SIGINT. Errors print one line and exit non-zero (2: bad input or
+configuration).
 
 ``--workers 0`` (the default) runs as many workers as the backend's capacity (embedded:
 ``--max-batch``; openai: ``--openai-parallel``; echo: 8); ``--queue-size 0`` (the
@@ -20,7 +21,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from edge_runtime.config import LlmConfig, PathsConfig
 from edge_runtime.errors import EdgeError, run_command

@@ -53,7 +53,8 @@ def add_allowed_key(path: str | os.PathLike, key_or_file: str,
     comment = " ".join(comment.split())
     needs_newline = p.exists() and p.stat().st_size > 0 and not p.read_bytes().endswith(b"\n")
     with p.open("a", encoding="utf-8") as f:
-        f.write(("\n" if needs_newline else "") + key.decode() + (f"  {comment}" if comment else "") + "\n")
+        f.write(("\n" if needs_newline else "") + key.decode()
+                + (f"  {comment}" if comment else "") + "\n")
     return key.decode(), True
 
 

@@ -13,7 +13,8 @@ import logging
 import sys
 import urllib.error
 import urllib.request
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .config import Config, config_to_toml, load_config, parse_overrides
 from .errors import BadInputError, ConfigError, EdgeError, run_command
@@ -26,10 +27,11 @@ def _common(top: bool = False) -> argparse.ArgumentParser:
     `edge-runtime --set a.b=1 nlu parse ...` keeps the top-level value (argparse would
     otherwise reset it to the sub-command's default)."""
     p = argparse.ArgumentParser(add_help=False)
-    unset = {} if top else {"default": argparse.SUPPRESS}
+    unset: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
+    overrides_default: dict[str, Any] = {"default": []} if top else unset
     p.add_argument("--config", metavar="FILE", help="TOML config file", **unset)
     p.add_argument("--set", dest="overrides", action="append", metavar="SECTION.KEY=VALUE",
-                   help="override one config key (repeatable)", **({"default": []} if top else unset))
+                   help="override one config key (repeatable)", **overrides_default)
     p.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR", **unset)
     return p
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import socket
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from .config import Config
 from .errors import EdgeError

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from .errors import ConfigError
 

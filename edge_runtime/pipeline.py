@@ -13,7 +13,8 @@ import asyncio
 import logging
 import math
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
+from collections.abc import Callable
 
 from .cache.base import CachedAnswer
 from .clock import SYSTEM_CLOCK, Clock
@@ -29,7 +30,8 @@ from .scheduler.budget import resolve_budget_ms
 from .scheduler.responders import CloudResponder, HedgedResponder, Job, LocalResponder
 from .scheduler.router import Router
 from .stages import Stages
-from .types import CancelToken, GenerationParams, Intent, Message, Result, Timings
+from .types import (CancelToken, Device, GenerationParams, Intent, Message, Result, Route,
+                    Timings)
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +203,7 @@ class Pipeline:
             setattr(timings, stage, elapsed)
             self.metrics.observe_stage(stage, elapsed)
 
-    def _finish(self, text: str, intent: Intent, route: str, device: str, reason: str,
+    def _finish(self, text: str, intent: Intent, route: Route, device: Device, reason: str,
                 answer: str, t0: float, timings: Timings, code: str) -> Result:
         now = self.clock.monotonic()
         if timings.first_token is None and route in ("skill", "cache"):

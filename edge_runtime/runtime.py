@@ -103,13 +103,14 @@ class Runtime:
     async def start(self) -> None:
         if self.stages.cloud is not None:
             await self.stages.cloud.start()
-        if self.stages.llm is not None and self.cfg.scheduler.calibrate_at_start:
+        if self.pipeline.llm is not None and self.cfg.scheduler.calibrate_at_start:
             await self.pipeline.llm.run(self.calibrate)
         self.refresh_gauges()
 
     def calibrate(self, rounds: int = 3) -> None:
         """Measure prefill on two prompt lengths, median of ``rounds`` (also warms up)."""
         engine, params = self.stages.llm, GenerationParams(max_new_tokens=1, temperature=0.0)
+        assert engine is not None                # called only with a local model (start)
         clock = self.pipeline.clock
         samples = []
         for text in _CALIBRATION:

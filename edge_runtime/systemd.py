@@ -19,7 +19,7 @@ import asyncio
 import logging
 import os
 import socket
-from typing import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 log = logging.getLogger(__name__)
 

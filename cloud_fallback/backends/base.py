@@ -1,7 +1,8 @@
 """The gateway's backend interface: one synchronous streaming call, run in a worker thread."""
 from __future__ import annotations
 
-from typing import Iterator, Protocol, Sequence
+from typing import Protocol
+from collections.abc import Iterator, Sequence
 
 from edge_runtime.errors import EdgeError
 from edge_runtime.types import CancelToken, GenerationParams, Message

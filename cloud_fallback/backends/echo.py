@@ -6,7 +6,7 @@ client can be exercised (including a gateway killed mid-stream) without a model.
 from __future__ import annotations
 
 import threading
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from edge_runtime.types import CancelToken, GenerationParams, Message
 

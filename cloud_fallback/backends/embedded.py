@@ -11,7 +11,8 @@ import contextlib
 import logging
 import threading
 from pathlib import Path
-from typing import ContextManager, Iterator, Sequence
+from typing import Any
+from collections.abc import Iterator, Sequence
 
 from edge_runtime.errors import ConfigError, ModelLoadError
 from edge_runtime.types import CancelToken, GenerationParams, Message
@@ -47,7 +48,7 @@ class EmbeddedBackend:
             raise ModelLoadError(f"the embedded backend needs edge_runtime.llm.load_engine: {exc}",
                                  hint="install edge-runtime completely, or use --backend openai"
                                  ) from exc
-        kwargs: dict[str, object] = {"providers": providers, "threads": threads}
+        kwargs: dict[str, Any] = {"providers": providers, "threads": threads}
         if model_name:
             kwargs["model_name"] = model_name
         if max_batch > 1:
@@ -57,8 +58,8 @@ class EmbeddedBackend:
         self.capacity = max_batch
         # the batching engine is thread-safe (its last_stats is per thread); a plain session
         # decodes one sequence at a time
-        self._lock: ContextManager[object] = (contextlib.nullcontext() if max_batch > 1
-                                              else threading.Lock())
+        self._lock: contextlib.AbstractContextManager[object] = (
+            contextlib.nullcontext() if max_batch > 1 else threading.Lock())
         self._local = threading.local()          # usage of the last generate, per worker thread
         log.info("embedded backend: model %s from %s on %s, max batch %d", self.model_name,
                  model_dir, getattr(self._engine, "device", "?"), max_batch)

@@ -12,8 +12,7 @@ import http.client
 import json
 import logging
 import os
-import socket
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from urllib.parse import urlsplit
 
 from edge_runtime.types import CancelToken, GenerationParams, Message
@@ -58,7 +57,7 @@ class OpenAIBackend:
 
     @classmethod
     def from_env(cls, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY",
-                 timeout_s: float = 10.0, parallel: int = 8) -> "OpenAIBackend":
+                 timeout_s: float = 10.0, parallel: int = 8) -> OpenAIBackend:
         return cls(base_url, model, api_key=os.environ.get(api_key_env, ""), timeout_s=timeout_s,
                    parallel=parallel)
 
@@ -81,8 +80,9 @@ class OpenAIBackend:
             try:
                 conn.request("POST", self._path, body=body, headers=headers)
                 resp = conn.getresponse()
-            except (socket.timeout, TimeoutError):
-                raise BackendError(f"{self._url} did not answer within {self._timeout_s:g} s") from None
+            except TimeoutError:
+                raise BackendError(
+                    f"{self._url} did not answer within {self._timeout_s:g} s") from None
             except OSError as exc:
                 raise BackendError(f"cannot reach {self._url}: {exc}",
                                    hint="is the OpenAI-compatible server running?") from None
@@ -98,7 +98,7 @@ class OpenAIBackend:
         while not cancel.cancelled:
             try:
                 line = resp.readline(_MAX_LINE)
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 raise BackendError(f"{self._url} sent nothing for {self._timeout_s:g} s "
                                    "mid-stream") from None
             except (OSError, http.client.HTTPException) as exc:

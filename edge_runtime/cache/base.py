@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from ..errors import CacheTierError
 
@@ -94,7 +94,7 @@ def decode_answer(raw: bytes) -> tuple[CachedAnswer, float]:
         float(expires)
 
 
-def _is_number(v: object) -> bool:
+def _is_number(v: object) -> TypeGuard[int | float]:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return False
     return math.isfinite(v) if isinstance(v, float) else abs(v) < 2 ** 53

@@ -38,7 +38,8 @@ import hashlib
 import json
 import re
 import unicodedata
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from ..config import CacheConfig
 from ..nlu.base import IntentSpec

@@ -112,7 +112,8 @@ class RedisTier:
             hint = (f"redis did not answer within cache.redis_timeout_s={self.timeout_s} s; "
                     "check the network or raise the timeout")
         else:
-            hint = f"start redis at {where} or fix cache.redis_url; answers are kept on the device meanwhile"
+            hint = (f"start redis at {where} or fix cache.redis_url; answers are kept on the "
+                    "device meanwhile")
         return CacheTierError(f"redis at {where}: {text}", hint=hint)
 
 

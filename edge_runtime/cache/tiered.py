@@ -20,13 +20,15 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..breaker import CLOSED, CircuitBreaker
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import CacheConfig
 from ..errors import CacheTierError
-from .base import MAX_VALUE_BYTES, CachedAnswer, CacheTier, CacheValueError, decode_answer, encode_answer
+from .base import (MAX_VALUE_BYTES, CachedAnswer, CacheTier, CacheValueError, decode_answer,
+                   encode_answer)
 from .disk import DiskTier
 from .memory import MemoryTier
 from .redis_tier import RedisTier
@@ -75,7 +77,7 @@ class AnswerCache:
             self._probe(slot)
 
     @classmethod
-    def from_config(cls, cfg: CacheConfig, home: Path, clock: Clock = SYSTEM_CLOCK) -> "AnswerCache":
+    def from_config(cls, cfg: CacheConfig, home: Path, clock: Clock = SYSTEM_CLOCK) -> AnswerCache:
         """Build the tiers ``cfg`` asks for. Never raises for a broken disk or Redis: those
         start as "failed: ..." and recover by themselves. The disk directory is
         ``cfg.disk_dir`` or ``home / "answers"``; Redis is used only when ``cfg.redis_url``."""
@@ -142,7 +144,8 @@ class AnswerCache:
         self.probe_due()
         raw = encode_answer(answer, self._clock.time() + ttl_s)
         if len(raw) > MAX_VALUE_BYTES:
-            log.debug("answer cache: not caching a %d-byte answer (limit %d)", len(raw), MAX_VALUE_BYTES)
+            log.debug("answer cache: not caching a %d-byte answer (limit %d)", len(raw),
+                      MAX_VALUE_BYTES)
             return
         with self._lock:
             self._puts += 1

@@ -20,7 +20,8 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import AsyncIterator, Callable, Optional, Protocol
+from typing import Literal, Protocol
+from collections.abc import AsyncIterator, Callable
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import CloudUnavailableError
@@ -48,11 +49,11 @@ class HedgeOutcome:
     the cloud lost or failed (None when it won cleanly); ``reason``: one line for the result.
     """
 
-    winner: str
+    winner: Literal["cloud", "local"]
     answer: str
     hedged: bool
-    first_piece_m: Optional[float]
-    cloud_error: Optional[str]
+    first_piece_m: float | None
+    cloud_error: str | None
     reason: str
 
 
@@ -98,66 +99,73 @@ async def hedged_answer(cloud: CloudFactory, local: LocalFactory | None, *,
     without a cloud piece (see module doc). ``local`` is None when there is no local model
     (then the cloud is simply awaited and its failure raised). ``cancel`` (barge-in) stops
     the local generation too. ``can_hedge`` is asked once the hedge is due: False (the local
-    model is too busy to help) keeps waiting for the cloud alone. Raises ``CloudUnavailableError`` when the cloud fails and
-    there is no local model; the local model's own error when it fails."""
+    model is too busy to help) keeps waiting for the cloud alone. Raises
+    ``CloudUnavailableError`` when the cloud fails and there is no local model; the local
+    model's own error when it fails."""
     cancel = cancel or CancelToken()
     local_token = _LinkedToken(cancel)
-    c = _Runner(cloud())
-    l: _Runner | None = None
+    cloud_run = _Runner(cloud())
+    local_run: _Runner | None = None
     hedged = False
     try:
-        await asyncio.wait({c.task}, timeout=max(0.0, hedge_after_s))
-        if not c.task.done() and local is not None and not cancel.cancelled and \
+        await asyncio.wait({cloud_run.task}, timeout=max(0.0, hedge_after_s))
+        if not cloud_run.task.done() and local is not None and not cancel.cancelled and \
                 (can_hedge is None or can_hedge()):
             hedged = True
             log.info("no cloud piece within %.0f ms: hedging with the local model",
                      hedge_after_s * 1e3)
-            l = _Runner(local(local_token))
-            await asyncio.wait({c.task, l.task}, return_when=asyncio.FIRST_COMPLETED)
-            if not c.task.done() and _failure(l.task) is not None:
-                await asyncio.wait({c.task})     # local failed first: the cloud is all we have
-        elif not c.task.done():
-            await asyncio.wait({c.task})
-        cloud_ok = c.task.done() and _failure(c.task) is None
-        local_ok = l is not None and l.task.done() and _failure(l.task) is None
+            local_run = _Runner(local(local_token))
+            await asyncio.wait({cloud_run.task, local_run.task},
+                               return_when=asyncio.FIRST_COMPLETED)
+            if not cloud_run.task.done() and _failure(local_run.task) is not None:
+                # local failed first: the cloud is all we have
+                await asyncio.wait({cloud_run.task})
+        elif not cloud_run.task.done():
+            await asyncio.wait({cloud_run.task})
+        cloud_ok = cloud_run.task.done() and _failure(cloud_run.task) is None
+        local_ok = (local_run is not None and local_run.task.done()
+                    and _failure(local_run.task) is None)
         if cloud_ok and not local_ok:            # the cloud's first piece came first
-            if l is not None:
+            if local_run is not None:
                 local_token.cancel()
-                await l.stop()
-                l = None
+                await local_run.stop()
+                local_run = None
             try:
-                return await _finish(c, "cloud", hedged, None, sink, clock)
+                return await _finish(cloud_run, "cloud", hedged, None, sink, clock)
             except CloudUnavailableError as exc:
                 if local is None:
                     raise
                 cloud_error = f"cloud failed mid-stream ({exc.message})"
                 sink.reset()
         else:
-            exc = _failure(c.task) if c.task.done() else None
-            if exc is not None and local is None:
-                if isinstance(exc, StopAsyncIteration):
+            failure = _failure(cloud_run.task) if cloud_run.task.done() else None
+            if failure is not None and local is None:
+                if isinstance(failure, StopAsyncIteration):
                     return HedgeOutcome("cloud", "", hedged, None, None, "cloud answered (empty)")
-                raise exc
-            if exc is None:
+                raise failure
+            if failure is None:
                 cloud_error = f"no cloud piece within {hedge_after_s * 1e3:.0f} ms"
-            elif isinstance(exc, StopAsyncIteration):
+            elif isinstance(failure, StopAsyncIteration):
                 cloud_error = "cloud sent an empty answer"
             else:
-                cloud_error = f"cloud failed ({getattr(exc, 'message', exc)})"
-            await c.stop()
-            if l is not None and not l.task.done():
-                await asyncio.wait({l.task})     # the cloud failed while local was starting
-            if l is not None and _failure(l.task) is None:
-                return await _finish(l, "local", hedged, cloud_error, sink, clock)
-            if l is not None:
-                raise _failure(l.task)            # the local model itself failed
-        l = _Runner(local(local_token))           # local from the start
-        return await _finish(l, "local", hedged, cloud_error, sink, clock)
+                cloud_error = f"cloud failed ({getattr(failure, 'message', failure)})"
+            await cloud_run.stop()
+            if local_run is not None and not local_run.task.done():
+                await asyncio.wait({local_run.task})   # the cloud failed while local was starting
+            if local_run is not None:
+                local_failure = _failure(local_run.task)
+                if local_failure is None:
+                    return await _finish(local_run, "local", hedged, cloud_error, sink, clock)
+                raise local_failure                    # the local model itself failed
+        # without a local model every path above has returned or raised
+        assert local is not None
+        local_run = _Runner(local(local_token))        # local from the start
+        return await _finish(local_run, "local", hedged, cloud_error, sink, clock)
     finally:
-        await c.stop()
-        if l is not None:
+        await cloud_run.stop()
+        if local_run is not None:
             local_token.cancel()
-            await l.stop()
+            await local_run.stop()
 
 
 def _failure(task: asyncio.Task) -> BaseException | None:
@@ -166,7 +174,8 @@ def _failure(task: asyncio.Task) -> BaseException | None:
     return task.exception()
 
 
-async def _finish(r: _Runner, who: str, hedged: bool, cloud_error: str | None, sink: Sink,
+async def _finish(r: _Runner, who: Literal["cloud", "local"],
+                  hedged: bool, cloud_error: str | None, sink: Sink,
                   clock: Clock) -> HedgeOutcome:
     """Stream the winner's pieces (its first fetch may still be running) into ``sink``."""
     pieces: list[str] = []

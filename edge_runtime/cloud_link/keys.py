@@ -44,8 +44,9 @@ def load_keypair(file: str | os.PathLike) -> tuple[bytes, bytes]:
     try:
         public, secret = zmq.auth.load_certificate(str(path))
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read CURVE key file {path}: {exc}",
-                          hint="create one with generate_keypair() / `edge-cloud keys DIR`") from None
+        raise ConfigError(
+            f"cannot read CURVE key file {path}: {exc}",
+            hint="create one with generate_keypair() / `edge-cloud keys DIR`") from None
     if not secret:
         raise ConfigError(f"CURVE key file {path} holds no secret key",
                           hint="pass the NAME.key_secret file, not NAME.key")

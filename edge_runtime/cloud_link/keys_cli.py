@@ -14,7 +14,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import EdgeError
 from .keys import generate_keypair, load_public_key

@@ -26,6 +26,7 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, Sequence
+from typing import cast
 
 import zmq
 import zmq.asyncio
@@ -36,7 +37,7 @@ from ..config import CloudConfig
 from ..errors import CloudUnavailableError, ConfigError
 from ..protocol import (Cancel, Chunk, Done, Error, Ping, Pong, ProtocolError, Request, decode,
                         encode)
-from ..protocol.messages import PING_WANTS_LOAD
+from ..protocol.messages import PING_WANTS_LOAD, WireMessage
 from ..types import GenerationParams, Message
 from .gateway_load import LOAD_MAX_AGE_BEATS, GatewayLoad, LoadReports
 from .keys import endpoint_is_loopback, load_keypair, load_public_key
@@ -270,20 +271,22 @@ class ZmqCloudClient:
         self._mark_down(f"client task {task.get_name()} failed: {task.exception()!r}",
                         override=True)
 
-    def _send_nowait(self, msg: object) -> bool:
+    def _send_nowait(self, msg: WireMessage) -> bool:
         """Send without blocking; False when no connection can take it (IMMEDIATE + HWM)."""
         if self._sock is None:
             return False
         try:
-            fut = self._sock.send(encode(msg), zmq.NOBLOCK)   # resolves at once with NOBLOCK
+            # resolves at once with NOBLOCK; zmq.asyncio returns an asyncio.Future (the stubs
+            # say only Awaitable)
+            fut = cast("asyncio.Future[object]", self._sock.send(encode(msg), zmq.NOBLOCK))
         except zmq.ZMQError as exc:
             log.debug("send failed: %s", exc)
             return False
-        exc = fut.exception() if fut.done() else None
-        if isinstance(exc, zmq.ZMQError):     # Again: no connection (IMMEDIATE) or HWM reached
+        err = fut.exception() if fut.done() else None
+        if isinstance(err, zmq.ZMQError):     # Again: no connection (IMMEDIATE) or HWM reached
             return False
-        if exc is not None:
-            raise exc
+        if err is not None:
+            raise err
         return True
 
     async def _receive_loop(self) -> None:
@@ -300,7 +303,7 @@ class ZmqCloudClient:
                 self._on_pong(msg)
                 continue
             rid = getattr(msg, "id", None)
-            pending = self._pending.get(rid) if isinstance(msg, (Chunk, Done, Error)) else None
+            pending = self._pending.get(msg.id) if isinstance(msg, (Chunk, Done, Error)) else None
             if pending is not None:
                 pending.put(msg)
             elif rid in self._abandoned:

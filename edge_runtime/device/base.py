@@ -34,11 +34,11 @@ def describe_state(sample: Telemetry | None, slowdown: float, gpu_available: boo
     if not gpu_available:
         parts.append("gpu unavailable")
     elif sample.gpu_freq_mhz is not None and nominal_mhz:
-        parts.append("gpu %d/%d MHz (%.2fx)" % (sample.gpu_freq_mhz, nominal_mhz, slowdown))
+        parts.append(f"gpu {int(sample.gpu_freq_mhz)}/{int(nominal_mhz)} MHz ({slowdown:.2f}x)")
     if "tj" in sample.temps_c:
-        parts.append("tj %.1f C" % sample.temps_c["tj"])
+        parts.append(f"tj {sample.temps_c['tj']:.1f} C")
     elif sample.hottest_c is not None:
-        parts.append("max %.1f C" % sample.hottest_c)
+        parts.append(f"max {sample.hottest_c:.1f} C")
     if sample.ram_used_mb is not None and sample.ram_total_mb:
-        parts.append("ram %d/%d MB" % (sample.ram_used_mb, sample.ram_total_mb))
+        parts.append(f"ram {int(sample.ram_used_mb)}/{int(sample.ram_total_mb)} MB")
     return ", ".join(parts) or "telemetry without gpu, temperature or memory fields"

@@ -45,7 +45,8 @@ class LatencyModel:
         if prompt_tokens < 0:
             raise ValueError("prompt_tokens must be >= 0")
         rate = self.prefill_tok_s_gpu if gpu else self.prefill_tok_s_cpu
-        compute = prompt_tokens / rate + 1.0 / (self.decode_tok_s_gpu if gpu else self.decode_tok_s_cpu)
+        decode = self.decode_tok_s_gpu if gpu else self.decode_tok_s_cpu
+        compute = prompt_tokens / rate + 1.0 / decode
         if gpu:
             compute *= max(1.0, slowdown)
         return self.overhead_ms / 1000.0 + compute
@@ -166,7 +167,8 @@ def profile_names() -> tuple[str, ...]:
 
 
 def get_profile(name: str) -> DeviceProfile:
-    """Return the built-in profile ``name`` or raise UnknownProfileError naming ``device.profile``."""
+    """Return the built-in profile ``name``, or raise UnknownProfileError naming
+    ``device.profile``."""
     try:
         return _BUILTIN[name]
     except (KeyError, TypeError):

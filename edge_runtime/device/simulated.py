@@ -9,9 +9,10 @@ with ``loop=True``, starts the trace again).
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
 from importlib import resources
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..clock import Clock
 from .base import describe_state
@@ -25,7 +26,8 @@ TRACE_PACKAGE = "edge_runtime.device.traces"
 
 
 def load_trace_lines(name: str) -> list[str]:
-    """Read a trace shipped in ``edge_runtime/device/traces`` (e.g. ``sim-orin-nano.tegrastats.txt``)."""
+    """Read a trace shipped in ``edge_runtime/device/traces``
+    (e.g. ``sim-orin-nano.tegrastats.txt``)."""
     try:
         text = resources.files(TRACE_PACKAGE).joinpath(name).read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError, ModuleNotFoundError):
@@ -50,17 +52,18 @@ def parse_trace(lines: Iterable[str], interval_s: float = 1.0) -> list[tuple[flo
         try:
             samples.append(parse_tegrastats(line))
         except TegrastatsParseError as exc:
-            raise TraceError(f"trace line {number} is not tegrastats output: {exc.message}") from None
+            raise TraceError(
+                f"trace line {number} is not tegrastats output: {exc.message}") from None
     if not samples:
         raise TraceError("telemetry trace has no samples", hint="give at least one tegrastats line")
-    if all(s.timestamp is not None for s in samples):
-        t0 = samples[0].timestamp
-        offsets = [(s.timestamp - t0).total_seconds() for s in samples]
-        if any(b < a for a, b in zip(offsets, offsets[1:])):
+    stamps = [s.timestamp for s in samples if s.timestamp is not None]
+    if len(stamps) == len(samples):
+        offsets = [(t - stamps[0]).total_seconds() for t in stamps]
+        if any(b < a for a, b in itertools.pairwise(offsets)):
             raise TraceError("trace timestamps go backwards", hint="sort the trace by time")
     else:
         offsets = [i * interval_s for i in range(len(samples))]
-    return list(zip(offsets, samples))
+    return list(zip(offsets, samples, strict=True))
 
 
 class SimulatedDevice:
@@ -90,7 +93,7 @@ class SimulatedDevice:
 
     @classmethod
     def from_profile(cls, profile: DeviceProfile, clock: Clock, *, loop: bool = False
-                     ) -> "SimulatedDevice":
+                     ) -> SimulatedDevice:
         """Build the device from the trace the profile names (``profile.trace``)."""
         if not profile.trace:
             raise TraceError(f"device profile {profile.name} has no telemetry trace",

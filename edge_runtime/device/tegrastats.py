@@ -99,7 +99,7 @@ def parse_tegrastats(line: str) -> Telemetry:
         m = regex.search(line)
         if m:
             found = True
-            for key, text in zip(keys, m.groups()):
+            for key, text in zip(keys, m.groups(), strict=True):
                 values[key] = None if text is None else int(text)
     m = _CPU.search(line)
     if m:

@@ -12,7 +12,7 @@ import logging
 import shutil
 import subprocess
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..clock import SYSTEM_CLOCK, Clock
 from .base import describe_state
@@ -40,7 +40,8 @@ class TelemetrySource:
         self._clock = clock
         self._command = list(command) if command else [TEGRASTATS, "--interval", str(interval_ms)]
         self._nominal = nominal_gpu_mhz
-        self._stale_after_s = stale_after_s if stale_after_s is not None else 5 * interval_ms / 1000.0
+        self._stale_after_s = (stale_after_s if stale_after_s is not None
+                               else 5 * interval_ms / 1000.0)
         self._history: collections.deque[Telemetry] = collections.deque(maxlen=history)
         self._received_at: float | None = None
         self._lock = threading.Lock()
@@ -89,7 +90,7 @@ class TelemetrySource:
             self._thread.join(timeout_s)
             self._thread = None
 
-    def __enter__(self) -> "TelemetrySource":
+    def __enter__(self) -> TelemetrySource:
         self.start()
         return self
 

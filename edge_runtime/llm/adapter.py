@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any, cast
+from collections.abc import AsyncGenerator, Callable, Sequence
 
-from ..types import CancelToken, GenerationParams, Message
+from ..types import CancelToken, Device, GenerationParams, Message
 from .prompt import Prompt
 
 
@@ -27,8 +28,9 @@ class AsyncLlm:
         self._on_stats = on_stats
 
     @property
-    def device(self) -> str:
-        return str(self.engine.device)
+    def device(self) -> Device:
+        # the engine's provider (OpenedSession.device): "tensorrt", "cuda" or "cpu"
+        return cast(Device, str(self.engine.device))
 
     def prepare(self, messages: Sequence[Message]) -> Prompt:
         """The request's prompt, templated and tokenized once (``LlmEngine.prepare``)."""
@@ -43,7 +45,7 @@ class AsyncLlm:
         return await asyncio.get_running_loop().run_in_executor(self._threads, fn)
 
     async def stream(self, messages: Sequence[Message], params: GenerationParams,
-                     cancel: CancelToken, slot: Any = None) -> AsyncIterator[str]:
+                     cancel: CancelToken, slot: Any = None) -> AsyncGenerator[str, None]:
         """The engine's pieces for ``messages``: best a prompt from :meth:`prepare`, which
         the engine does not template or tokenize again."""
         loop = asyncio.get_running_loop()

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .providers import OpenedSession
-from .runner import PREFILL_CHUNK, KvRunner
+from .runner import PREFILL_CHUNK, check_io
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class BatchKvRunner:
         self.n_layers = int(cfg["num_layers"])
         self.vocab = int(cfg["vocab_size"])
         self.last_only = cfg.get("logits", "all") == "last"
-        KvRunner._check_io(self, cfg)  # same graph contract as the single-session runner
+        check_io(self.sess, self.n_layers)  # same graph contract as the single-session runner
         self._cap = self.max_len + 1   # + scratch position
         kvh, hd = int(cfg["num_key_value_heads"]), int(cfg["head_dim"])
         self._row_shape = [kvh, self._cap, hd]

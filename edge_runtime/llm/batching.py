@@ -292,6 +292,7 @@ class BatchingEngine:
     def _result(req: _Request) -> np.ndarray:
         if req.error is not None:
             raise req.error
+        assert req.logits is not None   # set by the round that completed the request
         return req.logits
 
     def _take(self) -> tuple[list[_Request], list[_Request]]:

@@ -64,7 +64,7 @@ def trt_profiles(cfg: dict, max_len: int, max_batch: int = 1,
     past = {"min": (1, kv, 1, hd), "opt": (1, kv, cap, hd), "max": (b, kv, cap, hd)}
     out = {}
     for level in ("min", "opt", "max"):
-        items = dict(shapes[level])
+        items: dict[str, tuple[int, ...]] = dict(shapes[level])
         for i in range(int(cfg["num_layers"])):
             for kind in ("key", "value"):
                 items[f"past_key_values.{i}.{kind}"] = past[level]

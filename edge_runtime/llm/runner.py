@@ -21,6 +21,20 @@ log = logging.getLogger(__name__)
 PREFILL_CHUNK = 64  # tokens per prefill call; bounds the [1, chunk, V] logits buffer
 
 
+def check_io(sess: Any, n_layers: int) -> None:
+    """Raise ModelLoadError unless ``sess`` has the KV-cache graph's inputs and outputs."""
+    ins = {i.name for i in sess.get_inputs()}
+    outs = {o.name for o in sess.get_outputs()}
+    need_in = {"input_ids", "attention_mask", "position_ids"} | {
+        f"past_key_values.{i}.{k}" for i in range(n_layers) for k in ("key", "value")}
+    need_out = {"logits"} | {f"present.{i}.{k}" for i in range(n_layers)
+                             for k in ("key", "value")}
+    if not need_in <= ins or not need_out <= outs:
+        missing = sorted((need_in - ins) | (need_out - outs))[:4]
+        raise ModelLoadError(f"model.onnx does not match model_config.json (missing {missing})",
+                             hint=BUILD_HINT)
+
+
 class KvRunner:
     """Feeds tokens to the decoder and returns the logits of the last one (a view into a
     buffer reused by the next call: copy it if you need it later)."""
@@ -35,7 +49,7 @@ class KvRunner:
         self.n_layers = int(cfg["num_layers"])
         self.vocab = int(cfg["vocab_size"])
         self.last_only = cfg.get("logits", "all") == "last"   # logits [1,1,V] vs [1,S,V]
-        self._check_io(cfg)
+        check_io(self.sess, self.n_layers)
         # The KV cache lives in host memory on every provider: this fp32 model's
         # GroupQueryAttention has no CUDA kernel (fp16/bf16 only), so it runs on the CPU EP
         # and host buffers keep the in-place (shared past/present) update.
@@ -61,18 +75,6 @@ class KvRunner:
             self._io.bind_ortvalue_output(f"present.{i}.value", v)
         self._bound_s = 1
 
-    def _check_io(self, cfg: dict) -> None:
-        ins = {i.name for i in self.sess.get_inputs()}
-        outs = {o.name for o in self.sess.get_outputs()}
-        need_in = {"input_ids", "attention_mask", "position_ids"} | {
-            f"past_key_values.{i}.{k}" for i in range(self.n_layers) for k in ("key", "value")}
-        need_out = {"logits"} | {f"present.{i}.{k}" for i in range(self.n_layers)
-                                 for k in ("key", "value")}
-        if not need_in <= ins or not need_out <= outs:
-            missing = sorted((need_in - ins) | (need_out - outs))[:4]
-            raise ModelLoadError(f"model.onnx does not match model_config.json (missing {missing})",
-                                 hint=BUILD_HINT)
-
     def _bind_logits(self, s: int) -> None:
         self._io.bind_output("logits", "cpu", 0, np.float32,
                              [1, 1 if self.last_only else s, self.vocab], self._logits.ctypes.data)
@@ -91,7 +93,7 @@ class KvRunner:
     def reset(self) -> None:
         self.length = 0
         self.tokens = []
-        self._prompt: tuple[list[int], np.ndarray] | None = None
+        self._prompt = None
 
     def feed_prompt(self, ids: Any) -> np.ndarray:
         """Make the cache hold exactly ``ids``: keep the prefix it shares with what the cache

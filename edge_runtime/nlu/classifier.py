@@ -24,7 +24,7 @@ class TrainSettings:
     epochs: int = 60
     learning_rate: float = 0.4
     l2: float = 1e-5                 # weight decay per step (on the mean loss)
-    oos_weight: float = 1.0          # total weight of the oos class relative to one intent class x this
+    oos_weight: float = 1.0          # total weight of the oos class: one intent class's x this
     seed: int = 0
 
 
@@ -40,12 +40,12 @@ class LinearIntentClassifier:
 
     @classmethod
     def train(cls, examples: list[Features], labels: list[str], oos_label: str,
-              settings: TrainSettings = TrainSettings()) -> "LinearIntentClassifier":
+              settings: TrainSettings = TrainSettings()) -> LinearIntentClassifier:
         """Fit on ``examples`` (one feature vector each) with string ``labels``."""
         names = tuple(sorted(set(labels)))
         y = np.array([names.index(lab) for lab in labels], np.int64)
         keep = np.array([len(ex[0]) > 0 for ex in examples])
-        examples = [ex for ex, k in zip(examples, keep) if k]
+        examples = [ex for ex, k in zip(examples, keep, strict=True) if k]
         y = y[keep]
         n, c = len(examples), len(names)
         lengths = np.array([len(ex[0]) for ex in examples], np.int64)
@@ -129,11 +129,12 @@ class LinearIntentClassifier:
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path: Path) -> "LinearIntentClassifier":
+    def load(cls, path: Path) -> LinearIntentClassifier:
         """Read a model written by ``save``; ``ValueError``/``OSError`` if it is unusable."""
         with np.load(path, allow_pickle=False) as data:
             labels = tuple(str(x) for x in data["labels"])
             buckets, weights, bias = data["buckets"], data["weights"], data["bias"]
         if weights.shape != (len(buckets), len(labels)) or bias.shape != (len(labels),):
             raise ValueError(f"model file {path} has inconsistent shapes")
-        return cls(labels, buckets.astype(np.int64), weights.astype(np.float32), bias.astype(np.float32))
+        return cls(labels, buckets.astype(np.int64), weights.astype(np.float32),
+                   bias.astype(np.float32))

@@ -77,7 +77,8 @@ def softmax(z: np.ndarray) -> np.ndarray:
 class EncoderIntentModel:
     """Loads a model directory once; ``probabilities`` is thread-safe (onnxruntime ``run``)."""
 
-    def __init__(self, model_dir: str | Path, threads: int = 1, model_file: str = MODEL_FILE) -> None:
+    def __init__(self, model_dir: str | Path, threads: int = 1,
+                 model_file: str = MODEL_FILE) -> None:
         self.model_dir = Path(model_dir).expanduser()
         for name in (model_file, TOKENIZER_FILE, META_FILE):
             if not (self.model_dir / name).is_file():
@@ -153,10 +154,11 @@ class EncoderIntentModel:
         t = self.oos_threshold if threshold is None else threshold
         return decide(self.labels, self._in_scope, probs, t, self.oos_label)
 
-    def decide_scored(self, probs: np.ndarray, nearest: float) -> tuple[str, float]:
+    def decide_scored(self, probs: np.ndarray, nearest: float | None) -> tuple[str, float]:
         """(label, confidence) with the ``oos_score`` scheme: the best in-scope intent unless
-        the score flags the text; the oos confidence is 1 - the best in-scope probability."""
-        if self.scorer is None:
+        the score flags the text; the oos confidence is 1 - the best in-scope probability.
+        Without a score (or a nearest-neighbour similarity, which it needs): ``decide``."""
+        if self.scorer is None or nearest is None:
             return self.decide(probs)
         best_in = int(np.flatnonzero(self._in_scope)[probs[self._in_scope].argmax()])
         flagged = float(self.scorer.score(margins(self.labels, probs, self.oos_label)[0],

@@ -6,14 +6,16 @@ Slots (all JSON-serializable):
 - ``duration``: ``{"hours", "minutes", "seconds"}`` and ``duration_s`` (total seconds)
 - ``time``: ``{"hour", "minute", "ambiguous"}``; ``date``: see ``timeparse``
 - ``percent``: float ("15 percent", "15%")
-- ``temperature``: ``{"value", "unit"}``; ``conversion``: ``{"value", "from_unit", "to_unit", "quantity"}``
+- ``temperature``: ``{"value", "unit"}``
+- ``conversion``: ``{"value", "from_unit", "to_unit", "quantity"}``
 - ``expression``: arithmetic in the ``expression`` language ("12 * 7", "sqrt 81")
 - ``timer_name``: a label ("pasta" from "set a pasta timer"); ``all``: True for "all/every"
 - one slot per configured list (``area``, ``device`` …) with the configured value
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from .expression import extract_expression
 from .lists import ListMatcher

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Union
 
 from .numbers import Token, format_number
 
@@ -39,17 +38,17 @@ class Num:
 @dataclass(frozen=True)
 class Unary:
     op: str                   # "-", "%" (percent), "sqrt", "cbrt"
-    arg: "Node"
+    arg: Node
 
 
 @dataclass(frozen=True)
 class Bin:
     op: str                   # "+", "-", "*", "/", "^"
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
 
 
-Node = Union[Num, Unary, Bin]
+Node = Num | Unary | Bin
 
 # ---------------------------------------------------------------- words -> symbols
 _PHRASES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = tuple(sorted((
@@ -91,15 +90,15 @@ def _symbols(tokens: list[Token]) -> list[str | None]:
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        if tok.is_number:
-            out.extend(_fmt(tok.value).split())  # type: ignore[arg-type]
+        if tok.value is not None:
+            out.extend(_fmt(tok.value).split())
             i += 1
             continue
         for verb, joiners, op, swap in (_PREFIX if texts[i] in _VERBS else ()):
             k = i + 1 + (1 if texts[i + 1:i + 2] == ["of"] else 0)
-            if texts[i] == verb and k + 2 < len(tokens) and tokens[k].is_number \
-                    and texts[k + 1] in joiners and tokens[k + 2].is_number:
-                a, b = _fmt(tokens[k].value), _fmt(tokens[k + 2].value)  # type: ignore[arg-type]
+            if texts[i] == verb and k + 2 < len(tokens) and (x := tokens[k].value) is not None \
+                    and texts[k + 1] in joiners and (y := tokens[k + 2].value) is not None:
+                a, b = _fmt(x), _fmt(y)
                 out.extend(["(", b, op, a, ")"] if swap else ["(", a, op, b, ")"])
                 i = k + 3
                 break
@@ -294,7 +293,8 @@ def speak(node: Node) -> str:
         return format_number(node.value, 4)
     if isinstance(node, Unary):
         inner = speak(node.arg)
-        return {"-": "minus " + inner, "%": inner + " percent", "sqrt": "the square root of " + inner,
+        return {"-": "minus " + inner, "%": inner + " percent",
+                "sqrt": "the square root of " + inner,
                 "cbrt": "the cube root of " + inner}[node.op]
     if node.op == "*" and isinstance(node.left, Unary) and node.left.op == "%":
         return f"{speak(node.left)} of {speak(node.right)}"

@@ -8,9 +8,10 @@ vector is L2-normalized.
 """
 from __future__ import annotations
 
+import itertools
 import zlib
-from collections import Counter
-from typing import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -28,9 +29,9 @@ def words_of(tokens: Iterable[Token]) -> list[str]:
     return [NUM if t.is_number else t.text for t in tokens]
 
 
-def feature_names(words: list[str], tags: Iterable[str] = ()) -> Counter[str]:
+def feature_names(words: list[str], tags: Iterable[str] = ()) -> dict[str, float]:
     """Feature name -> weight for one utterance (before hashing and normalization)."""
-    feats: Counter[str] = Counter()
+    feats: defaultdict[str, float] = defaultdict(float)
     for w in words:
         feats["w:" + w] += 1.0
         if w == NUM:
@@ -40,14 +41,15 @@ def feature_names(words: list[str], tags: Iterable[str] = ()) -> Counter[str]:
             for i in range(len(padded) - n + 1):
                 feats["c:" + padded[i:i + n]] += _CHAR_WEIGHT
     seq = ["<s>", *words, "</s>"]
-    for a, b in zip(seq, seq[1:]):
+    for a, b in itertools.pairwise(seq):
         feats[f"b:{a} {b}"] += 1.0
     for tag in tags:
         feats["t:" + tag] += _TAG_WEIGHT
     return feats
 
 
-def hash_features(feats: Counter[str], bits: int = DEFAULT_BITS) -> tuple[np.ndarray, np.ndarray]:
+def hash_features(feats: Mapping[str, float],
+                  bits: int = DEFAULT_BITS) -> tuple[np.ndarray, np.ndarray]:
     """(sorted unique bucket indices int64, L2-normalized values float32)."""
     mask = (1 << bits) - 1
     buckets: dict[int, float] = {}

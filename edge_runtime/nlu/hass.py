@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .base import OOS
 from .hass_text import close as _close
@@ -28,6 +28,9 @@ from .hass_text import similarity, sound_key, squash
 from .hass_text import unit_after as _unit_after
 from .hass_text import words as _words
 from .text import normalize_text
+
+if TYPE_CHECKING:
+    from hassil.intents import SlotList
 
 AREAS = ("kitchen", "living room", "bedroom", "bathroom", "office", "garage", "hallway", "basement")
 FLOORS = ("ground floor", "first floor", "upstairs", "downstairs")
@@ -60,10 +63,11 @@ class HassData:
         if data is None:
             raise ValueError(f"home-assistant-intents has no language {language!r}")
         self.intents = Intents.from_dict(data)
-        self.slot_lists = {"area": TextSlotList.from_strings(areas, name="area"),
-                           "floor": TextSlotList.from_strings(floors, name="floor"),
-                           "name": TextSlotList.from_tuples(
-                               [(n, n, {"domain": d}) for n, d in names.items()], name="name")}
+        self.slot_lists: dict[str, SlotList] = {
+            "area": TextSlotList.from_strings(areas, name="area"),
+            "floor": TextSlotList.from_strings(floors, name="floor"),
+            "name": TextSlotList.from_tuples(
+                [(n, n, {"domain": d}) for n, d in names.items()], name="name")}
         self.lists = {**self.intents.slot_lists, **self.slot_lists}
 
     def hassil_parse(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -79,6 +83,9 @@ class HassData:
 
 
 FILLER_FORMAT = 1
+
+
+_Filler = TypeVar("_Filler", bound="SlotFiller")
 
 
 class SlotFiller:
@@ -125,7 +132,7 @@ class SlotFiller:
                 "vocab": {i: sorted(v) for i, v in sorted(self.vocab.items())}}
 
     @classmethod
-    def from_dict(cls, data: dict) -> SlotFiller:
+    def from_dict(cls: type[_Filler], data: dict) -> _Filler:
         """A filler from ``to_dict`` data, without hassil or the templates."""
         if data.get("format") != FILLER_FORMAT:
             raise ValueError(f"slot table format {data.get('format')!r} is not {FILLER_FORMAT}")
@@ -230,7 +237,7 @@ class SlotFiller:
         spans = _number_spans(words, used)
         if not refs or not spans:
             return {}
-        pairs = []
+        pairs: list[tuple[int, int, int, tuple[str, str]]] = []
         for s, (i, j, _) in enumerate(spans):
             for level, key in enumerate(_context_keys(intent, words, used, i, j)):
                 pairs.extend((level, -count, s, ref) for ref, count in

@@ -104,7 +104,7 @@ def close(cand: str, phrase: str, cutoff: float) -> bool:
     if len(cand.split()) != len(phrase.split()) or fuzz.ratio(cand, phrase) < cutoff:
         return False
     return all(fuzz.ratio(a, b) >= 50 and abs(len(a) - len(b)) <= 2
-               for a, b in zip(cand.split(), phrase.split()))
+               for a, b in zip(cand.split(), phrase.split(), strict=True))
 
 
 # -- numbers and their context --------------------------------------------------------------
@@ -115,7 +115,7 @@ def unit(word: str) -> str:
 
 def number_spans(words: list[str], used: list[bool]) -> list[tuple[int, int, float]]:
     """(start, end, value) of each number phrase outside ``used`` words."""
-    masked = [w if not u else "|" for w, u in zip(words, used)]
+    masked = [w if not u else "|" for w, u in zip(words, used, strict=True)]
     spans, i = [], 0
     while i < len(masked):
         parsed = parse_number(masked, i) if masked[i] != "|" else None

@@ -9,7 +9,7 @@ window of words (spaced and run together) is scored against each value's spellin
 from __future__ import annotations
 
 import logging
-from typing import Mapping
+from collections.abc import Mapping
 
 from rapidfuzz import fuzz, process
 
@@ -49,7 +49,8 @@ class ListMatcher:
         self._queries = [(form, name, value) for name, pairs in self._lists.items()
                          for value, norm in pairs for form in _forms(norm)]
         self._max_words = max((len(q.split()) for q, _, _ in self._queries), default=1)
-        self.words = frozenset(w for pairs in self._lists.values() for _, n in pairs for w in n.split())
+        self.words = frozenset(w for pairs in self._lists.values()
+                               for _, n in pairs for w in n.split())
 
     @property
     def names(self) -> tuple[str, ...]:

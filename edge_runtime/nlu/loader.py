@@ -81,7 +81,8 @@ def _spec(src: str, name: Any, body: Any) -> IntentSpec:
         raise _fail(where, f"must be a mapping of keys ({', '.join(_INTENT_KEYS)})")
     unknown = [k for k in body if k not in _INTENT_KEYS]
     if unknown:
-        raise _fail(where, f"unknown key {unknown[0]!r}", hint=f"known keys: {', '.join(_INTENT_KEYS)}")
+        raise _fail(where, f"unknown key {unknown[0]!r}",
+                    hint=f"known keys: {', '.join(_INTENT_KEYS)}")
     skill = body.get("skill")
     if skill is not None and (not isinstance(skill, str) or not _NAME.match(skill)):
         raise _fail(where, f"skill must be a lower_snake_case skill name or null; found {skill!r}")
@@ -118,9 +119,11 @@ def parse_intents(text: str, source: str = "<string>") -> dict[str, IntentSpec]:
         raise _fail(source, "must be a mapping with an 'intents' key")
     unknown = [k for k in data if k not in _TOP_KEYS]
     if unknown:
-        raise _fail(source, f"unknown top-level key {unknown[0]!r}", hint=f"known: {', '.join(_TOP_KEYS)}")
+        raise _fail(source, f"unknown top-level key {unknown[0]!r}",
+                    hint=f"known: {', '.join(_TOP_KEYS)}")
     if data.get("version", 1) != 1:
-        raise _fail(source, f"version {data.get('version')!r} is not supported", hint="use version: 1")
+        raise _fail(source, f"version {data.get('version')!r} is not supported",
+                    hint="use version: 1")
     intents = data.get("intents")
     if not isinstance(intents, dict) or not intents:
         raise _fail(source, "'intents' must be a non-empty mapping of intent name -> definition")
@@ -147,8 +150,9 @@ def load_intents(path: str | Path | None = None) -> IntentSet:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise _fail(str(file), "does not exist", hint="set nlu.intents_file to an existing "
-                                                      "YAML file, or to \"\" for the built-in set") from None
+        raise _fail(str(file), "does not exist",
+                    hint="set nlu.intents_file to an existing YAML file, or to \"\" for the "
+                         "built-in set") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(str(file), f"cannot be read: {exc}") from None
     specs = parse_intents(text, str(file))
@@ -157,7 +161,8 @@ def load_intents(path: str | Path | None = None) -> IntentSet:
         taken = {normalize_text(e) for s in specs.values() for e in s.examples}
         oos = builtin[OOS]
         specs[OOS] = IntentSpec(name=OOS, description=oos.description, cacheable=True,
-                                examples=tuple(e for e in oos.examples if normalize_text(e) not in taken))
+                                examples=tuple(e for e in oos.examples
+                                               if normalize_text(e) not in taken))
     if len(specs) < 2:
         raise _fail(str(file), "defines no intent besides oos")
     log.info("loaded %d intents from %s", len(specs), file)

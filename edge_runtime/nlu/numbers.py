@@ -17,7 +17,8 @@ TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fourty": 40, "fifty": 50, "six
         "seventy": 70, "eighty": 80, "ninety": 90}
 SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 FRACTIONS = {"half": 0.5, "quarter": 0.25}
-NUMBER_WORDS = frozenset(UNITS) | frozenset(TEENS) | frozenset(TENS) | frozenset(SCALES) | {"hundred"}
+NUMBER_WORDS = (frozenset(UNITS) | frozenset(TEENS) | frozenset(TENS) | frozenset(SCALES)
+                | {"hundred"})
 
 _DIGITS = re.compile(r"^\d+(?:\.\d+)?$")
 _NEGATORS = ("minus", "negative")
@@ -62,7 +63,8 @@ def parse_number(words: list[str], i: int) -> tuple[float, int] | None:
     """Parse the number phrase starting at ``words[i]``; return (value, index after it)."""
     n = len(words)
     total, current, last, j = 0.0, 0.0, None, i
-    if words[i] in ("a", "an") and i + 1 < n and (words[i + 1] == "hundred" or words[i + 1] in SCALES):
+    if words[i] in ("a", "an") and i + 1 < n and \
+            (words[i + 1] == "hundred" or words[i + 1] in SCALES):
         current, last, j = 1.0, "unit", i + 1
     while j < n:
         w = words[j]
@@ -150,7 +152,8 @@ def number_to_words(n: int) -> str:
         return _SPELL_TENS[n // 10] + ("" if n % 10 == 0 else " " + _SPELL_ONES[n % 10])
     if n < 1000:
         rest = n % 100
-        return _SPELL_ONES[n // 100] + " hundred" + ("" if rest == 0 else " " + number_to_words(rest))
+        return (_SPELL_ONES[n // 100] + " hundred"
+                + ("" if rest == 0 else " " + number_to_words(rest)))
     for scale, word in ((10**9, "billion"), (10**6, "million"), (1000, "thousand")):
         if n >= scale:
             rest = n % scale

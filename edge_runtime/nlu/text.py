@@ -35,7 +35,8 @@ _SPACES = re.compile(r"\s+")
 
 
 def normalize_text(text: str) -> str:
-    """Return the normalized, spoken-style form of ``text`` (may be ``""`` for emoji/punctuation)."""
+    """Return the normalized, spoken-style form of ``text`` (may be ``""`` for
+    emoji/punctuation)."""
     t = unicodedata.normalize("NFKC", text).lower()
     t = _APOSTROPHES.sub("", t)
     t = _THOUSANDS.sub("", t)

@@ -66,8 +66,8 @@ def duration_seconds(duration: dict[str, Any]) -> float:
 
 def _amount(tokens: list[Token], i: int) -> tuple[float, int] | None:
     t = tokens[i]
-    if t.is_number:
-        return t.value, i + 1  # type: ignore[return-value]
+    if t.value is not None:
+        return t.value, i + 1
     if t.text in ("a", "an"):
         if i + 1 < len(tokens) and tokens[i + 1].text in ("half", "quarter"):
             return _amount(tokens, i + 1)
@@ -98,10 +98,10 @@ def extract_duration(tokens: list[Token]) -> float | None:
         if _texts(tokens[j:j + 3]) == ["and", "a", "half"]:
             total += 0.5 * unit
             j += 3
-        elif (unit in (3600, 60) and j < n and tokens[j].is_number and 0 < tokens[j].value < 60
+        elif (unit in (3600, 60) and j < n and (v := tokens[j].value) is not None and 0 < v < 60
               and (j + 1 == n or (tokens[j + 1].text not in DURATION_UNITS
                                   and not tokens[j + 1].is_number))):
-            total += tokens[j].value * unit / 60  # "an hour twenty", "5 min 30"
+            total += v * unit / 60  # "an hour twenty", "5 min 30"
             j += 1
         i = j
     return total if found else None
@@ -125,8 +125,9 @@ def _clock_value(hour: int, minute: int, mer: str | None) -> dict[str, Any] | No
 
 
 def _int_value(tok: Token, lo: int, hi: int) -> int | None:
-    if tok.is_number and float(tok.value).is_integer() and lo <= tok.value <= hi:
-        return int(tok.value)
+    v = tok.value
+    if v is not None and float(v).is_integer() and lo <= v <= hi:
+        return int(v)
     return None
 
 
@@ -148,7 +149,8 @@ def extract_time(tokens: list[Token]) -> dict[str, Any] | None:
             minutes = _int_value(tok, 1, 59)
         if minutes is not None:
             k = i + 2 if i + 1 < n and tokens[i + 1].text == "minutes" else i + 1
-            hour = _int_value(tokens[k + 1], 1, 12) if k + 1 < n and tokens[k].text in _PAST + _TO else None
+            hour = (_int_value(tokens[k + 1], 1, 12)
+                    if k + 1 < n and tokens[k].text in _PAST + _TO else None)
             if hour is not None:
                 if tokens[k].text in _TO:
                     hour, minutes = (hour - 2) % 12 + 1, 60 - minutes
@@ -159,10 +161,11 @@ def extract_time(tokens: list[Token]) -> dict[str, Any] | None:
             continue
         j = i + 1
         minute = 0
-        if j < n and tokens[j].text == "oh" and j + 1 < n and _int_value(tokens[j + 1], 0, 9) is not None:
-            minute, j = int(tokens[j + 1].value), j + 2
-        elif j < n and _int_value(tokens[j], 0, 59) is not None:
-            minute, j = int(tokens[j].value), j + 1
+        if j < n and tokens[j].text == "oh" and j + 1 < n and \
+                (oh_minute := _int_value(tokens[j + 1], 0, 9)) is not None:
+            minute, j = oh_minute, j + 2
+        elif j < n and (next_minute := _int_value(tokens[j], 0, 59)) is not None:
+            minute, j = next_minute, j + 1
         if _texts(tokens[j:j + 2]) == ["o", "clock"] or (j < n and tokens[j].text == "oclock"):
             return _clock_value(hour, minute, None)
         mer, _ = _meridiem(tokens, j)
@@ -222,8 +225,9 @@ def extract_date(tokens: list[Token]) -> dict[str, Any] | None:
             return {"relative_days": -2}
         if text in _RELATIVE and not (i > 0 and texts[i - 1] in ("after", "before")):
             return {"relative_days": _RELATIVE[text]}
-        if text == "in" and i + 2 < n and tokens[i + 1].is_number and texts[i + 2] in ("day", "days"):
-            return {"relative_days": int(tokens[i + 1].value)}
+        if text == "in" and i + 2 < n and (days := tokens[i + 1].value) is not None and \
+                texts[i + 2] in ("day", "days"):
+            return {"relative_days": int(days)}
         if text in WEEKDAYS:
             which = texts[i - 1] if i > 0 and texts[i - 1] in ("this", "next", "last") else "this"
             return {"weekday": WEEKDAYS[text], "which": which}

@@ -31,7 +31,8 @@ import logging
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
@@ -54,7 +55,7 @@ from .units import UNIT_WORDS
 
 log = logging.getLogger(__name__)
 
-_MODEL_CACHE: "OrderedDict[tuple, tuple[LinearIntentClassifier, frozenset[str]]]" = OrderedDict()
+_MODEL_CACHE: OrderedDict[tuple, tuple[LinearIntentClassifier, frozenset[str]]] = OrderedDict()
 _MODEL_CACHE_SIZE = 4
 _FEATURE_VERSION = 1       # bump when features or training change, so disk caches retrain
 _NEAR_CACHE_SIZE = 4096
@@ -92,7 +93,8 @@ class Understander:
             self._vocab = frozenset(_EXTRA_VOCAB | self.extractor.lists.words | self._encoder.words
                                     | {w for s in intents.intents.values() for e in s.examples
                                        for w in normalize_text(e).split()})
-            missing = [lab for lab in self._encoder.labels if lab != OOS and lab not in intents.intents
+            missing = [lab for lab in self._encoder.labels
+                       if lab != OOS and lab not in intents.intents
                        and BRIDGE.get(lab) not in intents.intents]
             if missing:
                 log.warning("%d model intents are not in the intent file (e.g. %s): they get no "
@@ -116,14 +118,15 @@ class Understander:
             _MODEL_CACHE.clear()
 
     @classmethod
-    def from_config(cls, cfg: NluConfig, cache_dir: str | Path | None = None) -> "Understander":
+    def from_config(cls, cfg: NluConfig, cache_dir: str | Path | None = None) -> Understander:
         """Load ``cfg.intents_file`` ("" = built in) and train the classifier (about 1 s), or
         load it from ``cache_dir`` (e.g. ``<paths.home>/nlu``) when trained there before.
         With ``cfg.model_dir`` set (a trained encoder), use it instead, on ``cfg.threads``
         onnxruntime threads (default 1), and its ``intents.yaml`` when ``intents_file`` is ""."""
         model_dir = cfg.model_dir or None
-        intents_file = cfg.intents_file or None
-        if model_dir and not intents_file and (Path(model_dir).expanduser() / INTENTS_FILE).is_file():
+        intents_file: str | Path | None = cfg.intents_file or None
+        if model_dir and not intents_file and \
+                (Path(model_dir).expanduser() / INTENTS_FILE).is_file():
             intents_file = Path(model_dir).expanduser() / INTENTS_FILE   # the set it was trained on
         return cls(load_intents(intents_file), cfg.lists,
                    oos_threshold=cfg.oos_threshold, max_text_chars=cfg.max_text_chars,
@@ -195,7 +198,8 @@ class Understander:
             return False
         hit = self._near.get(word)
         if hit is None:
-            hit = process.extractOne(word, self._vocab_list, scorer=Levenshtein.normalized_similarity,
+            hit = process.extractOne(word, self._vocab_list,
+                                     scorer=Levenshtein.normalized_similarity,
                                      score_cutoff=0.75) is not None
             if len(self._near) >= _NEAR_CACHE_SIZE:
                 self._near.clear()
@@ -224,7 +228,8 @@ class Understander:
         tokens = tokenize(text)
         return self._classify(text, tokens, self.extractor.extract_tokens(text, tokens))
 
-    def _classify(self, normalized: str, tokens: list, found: Mapping[str, Any]) -> tuple[str, float]:
+    def _classify(self, normalized: str, tokens: list,
+                  found: Mapping[str, Any]) -> tuple[str, float]:
         if not has_letters(normalized):
             return OOS, 1.0
         if self._encoder is not None:
@@ -232,10 +237,12 @@ class Understander:
             if self._known_ratio(words) < self.min_known_ratio:
                 return OOS, 1.0
             return self._encoder.classify(normalized)
+        assert self._classifier is not None     # trained whenever there is no encoder
         probs = self._classifier.probabilities(self._features(tokens, found))
         labels = self._classifier.labels
         top = int(probs.argmax())
-        skill_p = max((float(p) for lab, p in zip(labels, probs) if lab != OOS), default=0.0)
+        skill_p = max((float(p) for lab, p in zip(labels, probs, strict=True) if lab != OOS),
+                      default=0.0)
         words = [t.text for t in tokens if not t.is_number]
         if self._known_ratio(words) < self.min_known_ratio:
             return OOS, 1.0 - skill_p

@@ -33,7 +33,8 @@ def _u(name: str, quantity: str, factor: float, aliases: str, offset: float = 0.
 
 
 _TABLE = (
-    _u("kilometer", "length", 1000.0, "km, kms, kilometer, kilometers, kilometre, kilometres, klicks"),
+    _u("kilometer", "length", 1000.0,
+       "km, kms, kilometer, kilometers, kilometre, kilometres, klicks"),
     _u("meter", "length", 1.0, "m, meter, meters, metre, metres"),
     _u("centimeter", "length", 0.01, "cm, centimeter, centimeters, centimetre, centimetres"),
     _u("millimeter", "length", 0.001, "mm, millimeter, millimeters, millimetre, millimetres"),
@@ -42,7 +43,8 @@ _TABLE = (
     _u("yard", "length", 0.9144, "yd, yds, yard, yards"),
     _u("foot", "length", 0.3048, "ft, foot, feet", plural="feet"),
     _u("inch", "length", 0.0254, "inch, inches", plural="inches"),
-    _u("kilogram", "mass", 1.0, "kg, kgs, kilo, kilos, kilogram, kilograms, kilogramme, kilogrammes"),
+    _u("kilogram", "mass", 1.0,
+       "kg, kgs, kilo, kilos, kilogram, kilograms, kilogramme, kilogrammes"),
     _u("gram", "mass", 0.001, "g, gram, grams, gramme, grammes"),
     _u("milligram", "mass", 1e-6, "mg, milligram, milligrams"),
     _u("pound", "mass", 0.45359237, "lb, lbs, pound, pounds"),
@@ -58,7 +60,8 @@ _TABLE = (
        singular="degree Fahrenheit", plural="degrees Fahrenheit"),
     _u("kelvin", "temperature", 1.0, "kelvin, kelvins, degrees kelvin", offset=-273.15,
        plural="kelvin"),
-    _u("degree", "temperature", 1.0, "degree, degrees"),   # scale unknown; resolved by the other side
+    # scale unknown; resolved by the other side
+    _u("degree", "temperature", 1.0, "degree, degrees"),
     _u("liter", "volume", 1.0, "l, liter, liters, litre, litres"),
     _u("milliliter", "volume", 0.001, "ml, milliliter, milliliters, millilitre, millilitres"),
     _u("gallon", "volume", 3.785411784, "gal, gallon, gallons"),
@@ -69,13 +72,15 @@ _TABLE = (
     _u("tablespoon", "volume", 0.01478676478125, "tbsp, tablespoon, tablespoons"),
     _u("teaspoon", "volume", 0.00492892159375, "tsp, teaspoon, teaspoons"),
     _u("cubic_meter", "volume", 1000.0, "cubic meter, cubic meters, cubic metre, cubic metres"),
-    _u("kilometer_per_hour", "speed", 1 / 3.6, "kph, kmh, km per h, km per hour, kilometers per hour, "
+    _u("kilometer_per_hour", "speed", 1 / 3.6,
+       "kph, kmh, km per h, km per hour, kilometers per hour, "
        "kilometres per hour, kilometer per hour, kilometre per hour", singular="kilometer per hour",
        plural="kilometers per hour"),
     _u("mile_per_hour", "speed", 0.44704, "mph, miles per hour, mile per hour, mi per h",
        singular="mile per hour", plural="miles per hour"),
     _u("meter_per_second", "speed", 1.0, "m per s, meters per second, metres per second, "
-       "meter per second, metre per second", singular="meter per second", plural="meters per second"),
+       "meter per second, metre per second", singular="meter per second",
+       plural="meters per second"),
     _u("knot", "speed", 1852 / 3600, "knot, knots"),
     _u("second", "time", 1.0, "s, sec, secs, second, seconds"),
     _u("minute", "time", 60.0, "min, mins, minute, minutes"),

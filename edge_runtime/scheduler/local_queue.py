@@ -59,7 +59,7 @@ class LocalForecast:
 class LocalSlot:
     """One request's place in the local queue; callbacks are thread-safe and idempotent."""
 
-    def __init__(self, queue: "LocalQueue", prompt_tokens: int, forced: bool,
+    def __init__(self, queue: LocalQueue, prompt_tokens: int, forced: bool,
                  ahead: int) -> None:
         self._queue = queue
         self.prompt_tokens = prompt_tokens

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Protocol, Sequence
+from typing import Any, Protocol
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..cloud_link.hedge import hedged_answer
 from ..llm.prompt import Prompt
-from ..types import CancelToken, GenerationParams, Message
+from ..types import CancelToken, Device, GenerationParams, Message, Route
 from .local_queue import RESERVED, LocalSlot
 from .scheduler import Plan, Scheduler
 
@@ -54,8 +55,8 @@ class Job:
 @dataclass(frozen=True)
 class Answered:
     answer: str
-    route: str                      # "local" or "cloud"
-    device: str
+    route: Route                    # "local" or "cloud"
+    device: Device
     reason: str
     code: str                       # decision code for metrics (may differ from the plan's)
     first_piece_m: float | None     # clock.monotonic() of the first piece (None: empty)
@@ -70,15 +71,15 @@ class LocalModel(Protocol):
     """The async adapter of the local LLM (edge_runtime.llm.adapter.AsyncLlm)."""
 
     @property
-    def device(self) -> str: ...
+    def device(self) -> Device: ...
 
     def stream(self, messages: Sequence[Message], params: GenerationParams,
-               cancel: CancelToken, slot: Any = None) -> AsyncIterator[str]: ...
+               cancel: CancelToken, slot: Any = None) -> AsyncGenerator[str, None]: ...
 
 
 class CloudStreams(Protocol):
     def stream(self, messages: Sequence[Message], params: GenerationParams,
-               deadline_s: float) -> AsyncIterator[str]: ...
+               deadline_s: float) -> AsyncGenerator[str, None]: ...
 
 
 def _release_unstarted(slots: list[LocalSlot]) -> None:
@@ -161,8 +162,9 @@ class CloudResponder:
         t_sent = self.clock.monotonic()
         try:
             out = await hedged_answer(
-                cloud_stream, local_factory, hedge_after_s=hedge_after, sink=job.sink, clock=self.clock,
-                cancel=job.cancel, can_hedge=can_hedge if self.hedge else None)
+                cloud_stream, local_factory, hedge_after_s=hedge_after, sink=job.sink,
+                clock=self.clock, cancel=job.cancel,
+                can_hedge=can_hedge if self.hedge else None)
         finally:
             self.scheduler.cloud_sent(plan)
             _release_unstarted(slots)
@@ -171,7 +173,11 @@ class CloudResponder:
         code = d.code
         if out.winner == "local":
             code = "hedge_local_won" if out.hedged else "cloud_failed"
-        device = "cloud" if out.winner == "cloud" else str(self.local.device)  # type: ignore[union-attr]
+        if out.winner == "cloud":
+            device: Device = "cloud"
+        else:
+            assert self.local is not None      # the local model answered, so there is one
+            device = self.local.device
         return Answered(out.answer, out.winner, device, f"{d.reason}; {out.reason}", code,
                         out.first_piece_m, d.predicted_ttft_s)
 

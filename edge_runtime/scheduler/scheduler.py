@@ -139,8 +139,8 @@ class Scheduler:
             over = f"predicted local ttft {p_ms:.0f} ms{throttled} > {b_ms:.0f} ms budget"
         if fc.ahead:
             over += f" ({fc.describe()})"
-        cloud_s, cloud_why = cloud.predict_ttft_s(self._cloud_pending) if cloud_up \
-            else (INF, "")
+        cloud_s, cloud_why = (cloud.predict_ttft_s(self._cloud_pending)
+                              if cloud is not None and cloud_up else (INF, ""))
         cloud_s = cloud_s if math.isfinite(cloud_s) and cloud_s >= 0 else INF
         # over budget here: the cloud, if it starts within the budget or its queue is short
         bound = self.queue_bound_s()

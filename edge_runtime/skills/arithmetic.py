@@ -22,7 +22,8 @@ class ArithmeticSkill:
     def handle(self, intent: Intent, text: str) -> str:
         expression = intent.slots.get("expression")
         if not expression:
-            raise SkillInputError("I couldn't find a calculation. Try, for example: what is 12 times 7.")
+            raise SkillInputError(
+                "I couldn't find a calculation. Try, for example: what is 12 times 7.")
         try:
             tree = parse(str(expression))
         except ExpressionError:

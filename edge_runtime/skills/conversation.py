@@ -3,7 +3,7 @@ the greeting follows the time of day of the injected clock."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Callable
+from collections.abc import Callable
 
 from ..clock import Clock
 from ..types import Intent

@@ -14,7 +14,8 @@ class UnitConvertSkill:
     def handle(self, intent: Intent, text: str) -> str:
         conv = intent.slots.get("conversion")
         if not conv or conv.get("from_unit") not in UNITS:
-            raise SkillInputError("Tell me what to convert, for example: convert 5 kilometers to miles.")
+            raise SkillInputError(
+                "Tell me what to convert, for example: convert 5 kilometers to miles.")
         src = UNITS[conv["from_unit"]]
         if not conv.get("to_unit"):
             raise SkillInputError(f"What should I convert {src.plural} to? For example: "

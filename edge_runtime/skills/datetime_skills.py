@@ -7,7 +7,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import zoneinfo
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..clock import Clock
 from ..types import Intent
@@ -24,7 +25,8 @@ _CITY_ALIASES = {
 }
 _NOT_PLACES = frozenset({"here", "there", "the", "my", "this", "your", "our", "a", "right",
                          "now", "moment", "morning", "evening", "afternoon", "total"})
-_FILLER = frozenset({"right", "now", "please", "currently", "today", "at", "the", "moment", "exactly"})
+_FILLER = frozenset({"right", "now", "please", "currently", "today", "at", "the", "moment",
+                     "exactly"})
 
 
 def resolve_zone(name: str) -> dt.tzinfo | None:
@@ -53,7 +55,9 @@ def _city_zones() -> dict[str, str]:
 def now_in(clock: Clock, zone: dt.tzinfo | None) -> dt.datetime:
     """The clock's wall time as an aware datetime in ``zone`` (local zone when None)."""
     stamp = clock.time()
-    return dt.datetime.fromtimestamp(stamp, zone) if zone else dt.datetime.fromtimestamp(stamp).astimezone()
+    if zone:
+        return dt.datetime.fromtimestamp(stamp, zone)
+    return dt.datetime.fromtimestamp(stamp).astimezone()
 
 
 def say_clock(moment: dt.datetime) -> str:

@@ -8,7 +8,8 @@ lamp" is the configured device "lamp"), ``area``, ``floor``, ``device_class``, `
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..types import Intent
 from .base import SkillInputError
@@ -20,7 +21,8 @@ class DeviceStore:
 
     def __init__(self, areas: tuple[str, ...], devices: tuple[str, ...]) -> None:
         self.areas, self.devices = tuple(areas), tuple(devices)
-        self._on: dict[tuple[str, str], bool] = {(a, d): False for a in self.areas for d in self.devices}
+        self._on: dict[tuple[str, str], bool] = {(a, d): False for a in self.areas
+                                                 for d in self.devices}
         self._settings: dict[tuple[str, str], dict[str, Any]] = {k: {} for k in self._on}
         self._lock = threading.Lock()
 
@@ -65,7 +67,8 @@ class DeviceSkill:
     def __init__(self, store: DeviceStore) -> None:
         self.store = store
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
-            "device_on": lambda s: self._switch(s, True), "device_off": lambda s: self._switch(s, False),
+            "device_on": lambda s: self._switch(s, True),
+            "device_off": lambda s: self._switch(s, False),
             "device_status": self._status,
             "HassTurnOn": lambda s: self._switch(self._from_hass(s), True),
             "HassTurnOff": lambda s: self._switch(self._from_hass(s), False),
@@ -113,8 +116,10 @@ class DeviceSkill:
         area = slots.get("area")
         if area in self.store.areas and slots.get("device") is None:
             on = self.store.devices_where(area, True)
-            return f"In the {area}, the {join_words(on)} {'are' if len(on) > 1 else _verb(on[0])} on." \
-                if on else f"Everything in the {area} is off."
+            if not on:
+                return f"Everything in the {area} is off."
+            verb = "are" if len(on) > 1 else _verb(on[0])
+            return f"In the {area}, the {join_words(on)} {verb} on."
         device = self._device(slots, area)
         if area in self.store.areas:
             state = "on" if self.store.get(area, device) else "off"

@@ -6,7 +6,7 @@ skill name to its instance. Shared state (timers, devices) is exposed for the da
 from __future__ import annotations
 
 import logging
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..clock import Clock
 from ..config import NluConfig, SkillsConfig
@@ -44,7 +44,7 @@ class SkillRegistry:
 
     @classmethod
     def from_config(cls, cfg: SkillsConfig, clock: Clock,
-                    lists: Mapping[str, tuple[str, ...]] | None = None) -> "SkillRegistry":
+                    lists: Mapping[str, tuple[str, ...]] | None = None) -> SkillRegistry:
         """Build the built-in skills. ``lists`` are ``nlu.lists`` (``area`` and ``device``
         name the simulated devices); None = the default lists. Raises ``SkillConfigError``
         for an unknown ``skills.timezone``."""

@@ -13,7 +13,8 @@ import logging
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from rapidfuzz import fuzz
 
@@ -48,7 +49,9 @@ class Timer:
 
     def label(self) -> str:
         """How to refer to it aloud: "the pasta timer" / "the timer for 5 minutes"."""
-        return f"the {self.name} timer" if self.name else f"the timer for {say_duration(self.duration_s)}"
+        if self.name:
+            return f"the {self.name} timer"
+        return f"the timer for {say_duration(self.duration_s)}"
 
 
 class TimerStore:
@@ -102,7 +105,8 @@ class TimerStore:
         """Running timers that match a name (fuzzy, plural-tolerant) and/or a duration."""
         out = self.active()
         if name:
-            out = [t for t in out if t.name and (fuzz.ratio(t.name.rstrip("s"), name.rstrip("s")) >= 80)]
+            out = [t for t in out
+                   if t.name and (fuzz.ratio(t.name.rstrip("s"), name.rstrip("s")) >= 80)]
         if duration_s is not None:
             out = [t for t in out if abs(t.duration_s - duration_s) < 0.5]
         return out
@@ -142,7 +146,8 @@ class TimerSkill:
     def _until(self, when: dict[str, Any]) -> float:
         """Seconds from now to the next time the clock shows ``when`` (am or pm if ambiguous)."""
         now = now_in(self.store.clock, self.zone)
-        hours = [when["hour"]] if not when.get("ambiguous") else [when["hour"] % 12, when["hour"] % 12 + 12]
+        hours = ([when["hour"]] if not when.get("ambiguous")
+                 else [when["hour"] % 12, when["hour"] % 12 + 12])
         waits = []
         for hour in hours:
             target = now.replace(hour=hour, minute=when["minute"], second=0, microsecond=0)
@@ -175,7 +180,7 @@ class TimerSkill:
         name, seconds = slots.get("timer_name"), slots.get("duration_s")
         if not name and seconds is None:
             return self.store.active(), ""
-        what = f"{name} timer" if name else f"timer for {say_duration(seconds)}"
+        what = f"{name} timer" if name or seconds is None else f"timer for {say_duration(seconds)}"
         return self.store.find(name, seconds), what
 
     def _cancel(self, slots: dict[str, Any], text: str) -> str:
@@ -200,6 +205,7 @@ class TimerSkill:
         if len(timers) == 1:
             t = timers[0]
             return f"{t.label().capitalize()} has {say_duration(self.store.remaining(t))} left."
-        parts = [f"{t.label()} with {say_duration(self.store.remaining(t))} left" for t in timers[:5]]
+        parts = [f"{t.label()} with {say_duration(self.store.remaining(t))} left"
+                 for t in timers[:5]]
         more = f", and {len(timers) - 5} more" if len(timers) > 5 else ""
         return f"You have {len(timers)} timers: {join_words(parts)}{more}."

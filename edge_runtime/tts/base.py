@@ -1,7 +1,8 @@
 """TTS engine interface: text -> int16 mono audio, one chunk per sentence, as it renders."""
 from __future__ import annotations
 
-from typing import Iterator, Protocol
+from typing import Protocol
+from collections.abc import Iterator
 
 import numpy as np
 

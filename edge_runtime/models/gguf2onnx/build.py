@@ -9,6 +9,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Literal
 
 import onnx
 
@@ -32,8 +33,9 @@ def _end_of_turn_ids(model: GgufModel) -> list[int]:
     return sorted(ids)
 
 
-SAMPLE_CHAT = (("system", "Be brief."), ("user", "Hi."), ("assistant", "Hello."),
-               ("user", "Why is the sky blue?"))
+SAMPLE_CHAT: tuple[tuple[Literal["system", "user", "assistant"], str], ...] = (
+    ("system", "Be brief."), ("user", "Hi."), ("assistant", "Hello."),
+    ("user", "Why is the sky blue?"))
 
 
 def check_chat_template(template: str, source: str) -> None:

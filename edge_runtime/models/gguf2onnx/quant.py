@@ -278,7 +278,10 @@ def dequantize_nbits(w: NBitsWeight) -> np.ndarray:
             zp = zp.astype(np.float32)
     else:
         q = w.b.reshape(w.n, nb, bs).astype(np.float32)
-        zp = w.zero_points.reshape(w.n, nb).astype(np.float32)
+        if w.zero_points is None:           # MatMulNBits' default: 2 ** (bits - 1)
+            zp = np.full((w.n, nb), 128.0, np.float32)
+        else:
+            zp = w.zero_points.reshape(w.n, nb).astype(np.float32)
     out = (q - zp[..., None]) * w.scales.reshape(w.n, nb)[..., None]
     if w.mins is not None:
         out = out + w.mins.T[..., None]

@@ -112,6 +112,15 @@ def _build_spm(model: GgufModel):
     return tok
 
 
+def merge_pair(merge: str) -> tuple[str, str]:
+    """One GGUF BPE merge (``"a b"``) as its pair of symbols."""
+    left, sep, right = merge.partition(" ")
+    if not sep:
+        raise ModelLoadError(f"GGUF tokenizer merge {merge!r} is not two symbols separated by "
+                             "a space", hint="the GGUF's tokenizer.ggml.merges is malformed")
+    return left, right
+
+
 def build_tokenizer(model: GgufModel):
     """A ``tokenizers.Tokenizer`` equivalent to the GGUF's byte-level BPE."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
@@ -124,7 +133,7 @@ def build_tokenizer(model: GgufModel):
                              "tokenizers are supported",
                              hint="use a GGUF whose tokenizer.ggml.model is gpt2 or llama")
     vocab = {tok: i for i, tok in enumerate(model.tokens)}
-    merges = [tuple(m.split(" ", 1)) for m in model.merges]
+    merges = [merge_pair(m) for m in model.merges]
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     if model.metadata.get("tokenizer_pre", "") in _DIGITS_FIRST:
@@ -160,7 +169,7 @@ def verify_tokenizer(tok, model: GgufModel, strings: tuple[str, ...] = VERIFY_ST
     kind = model.metadata.get("tokenizer_model", "gpt2")
     spm = kind == "llama"
     vocab = {t: i for i, t in enumerate(model.tokens) if not spm or _is_normal(model, i)}
-    ranks = {tuple(m.split(" ", 1)): r for r, m in enumerate(model.merges)}
+    ranks = {merge_pair(m): r for r, m in enumerate(model.merges)}
     specials = {t: i for i, t in enumerate(model.tokens)
                 if model.token_types and model.token_types[i] in (CONTROL, USER_DEFINED)}
     tb = token_bytes(model.tokens, model.token_types, kind)

@@ -85,7 +85,7 @@ def split_holdout(rows: list[Example], share: float, seed: int = 0
 def write_jsonl(rows: list[Example], path: Path) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         for r in rows:
-            obj = {"text": r.text, "intent": r.intent}
+            obj: dict[str, object] = {"text": r.text, "intent": r.intent}
             if r.slots:
                 obj["slots"] = dict(r.slots)
             fh.write(json.dumps(obj, ensure_ascii=False) + "\n")

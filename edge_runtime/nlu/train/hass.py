@@ -68,7 +68,7 @@ class HassData(serving.HassData):
                 text = self._expand(v.text_in, rules, rng, [])
                 value = v.value_out if v.value_out is not None else text
             elif isinstance(lst, RangeSlotList):
-                n = rng.randrange(lst.start, lst.stop + 1, lst.step)
+                n: float = rng.randrange(lst.start, lst.stop + 1, lst.step)
                 if lst.fraction_type is not None and rng.random() < 0.2:
                     n += 0.5
                 text = str(n)

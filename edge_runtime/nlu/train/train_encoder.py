@@ -29,6 +29,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -247,7 +248,8 @@ def train_encoder(rows: list[Example], val: list[Example], out_dir: str | Path,
     report = {"format": FORMAT, "labels": list(labels), "oos_label": "oos",
               "max_tokens": settings.max_tokens, "settings": asdict(settings),
               "base_model": str(base), "train_rows": len(rows), "val_rows": len(val)}
-    members, fits = [], []
+    members: list[Any] = []             # the torch modules (torch is imported lazily)
+    fits: list[dict] = []
     for k in range(settings.members):
         member = replace(settings, seed=settings.seed + k,
                          time_limit_s=settings.time_limit_s / settings.members)
