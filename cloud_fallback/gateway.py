@@ -25,7 +25,8 @@ import queue
 import signal
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import zmq
 
@@ -35,7 +36,7 @@ from edge_runtime.errors import ConfigError
 from edge_runtime.protocol import (ERR_BACKEND, ERR_BAD_REQUEST, ERR_DEADLINE, ERR_OVERLOADED,
                                    ERR_SHUTTING_DOWN, Cancel, Chunk, Done, Error, Ping, Pong,
                                    ProtocolError, Request, decode, encode)
-from edge_runtime.protocol.messages import PING_WANTS_LOAD
+from edge_runtime.protocol.messages import PING_WANTS_LOAD, WireMessage
 from edge_runtime.types import CancelToken, GenerationParams, Message
 
 from .backends.base import Backend
@@ -101,7 +102,7 @@ class Gateway:
         self.malformed_count = 0          # bad messages received (I/O thread writes)
         self._malformed_reported = 0
         self._malformed_logged_at = float("-inf")
-        self._handlers: dict[type, Callable[[bytes, object], None]] = {
+        self._handlers: dict[type, Callable[[bytes, Any], None]] = {
             Request: self._on_request, Cancel: self._on_cancel, Ping: self._on_ping}
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -190,7 +191,7 @@ class Gateway:
             self._ctx.destroy(linger=0)
             self._ctx = None
 
-    def __enter__(self) -> "Gateway":
+    def __enter__(self) -> Gateway:
         self.start()
         return self
 
@@ -270,7 +271,8 @@ class Gateway:
             log.warning(fmt + (" (and %d more bad messages not logged)" if suppressed else ""),
                         *args, *((suppressed,) if suppressed else ()))
 
-    def _send(self, peer: bytes, msg: object) -> None:
+    def _send(self, peer: bytes, msg: WireMessage) -> None:
+        assert self._router is not None        # sends happen on the running I/O thread
         try:
             self._router.send_multipart([peer, encode(msg)], zmq.NOBLOCK)
         except zmq.Again:   # peer's queue full (slow or gone): ROUTER would drop it anyway
@@ -331,6 +333,7 @@ class Gateway:
         job = self._active.get((peer, rid.decode()))
         if job is None:            # cancelled, expired or shut down: the reply was sent already
             return
+        assert self._router is not None
         try:
             self._router.send_multipart([peer, data], zmq.NOBLOCK)
         except zmq.Again:
@@ -378,7 +381,7 @@ class Gateway:
         req = job.request
         rid = req.id.encode()
 
-        def emit(msg: object, terminal: bool) -> None:
+        def emit(msg: WireMessage, terminal: bool) -> None:
             frames = [job.peer, rid, encode(msg), b"1" if terminal else b"0"]
             while True:   # never drop a frame while serving; never block once stopping
                 try:

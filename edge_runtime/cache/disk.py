@@ -157,8 +157,9 @@ class DiskTier:
         except (sqlite3.Error, OSError, diskcache.Timeout) as exc:
             raise self._op_error("probe", exc) from None
         if not ok:
-            raise CacheTierError(f"disk cache {self.directory} did not return what was just written",
-                                 hint="check the filesystem; delete the directory to reset the cache")
+            raise CacheTierError(
+                f"disk cache {self.directory} did not return what was just written",
+                hint="check the filesystem; delete the directory to reset the cache")
 
     def close(self) -> None:
         with self._lock:
@@ -247,7 +248,7 @@ class DiskTier:
             hint = "the file is moved aside and a fresh cache started on the next probe"
         elif "full" in low or getattr(exc, "errno", None) == 28:
             hint = f"free space on the filesystem of {self.directory} or lower cache.disk_size_mb"
-        elif "readonly" in low or "read-only" in low or "permission" in low or "unable to open" in low \
+        elif any(w in low for w in ("readonly", "read-only", "permission", "unable to open")) \
                 or isinstance(exc, (PermissionError, NotADirectoryError, FileExistsError)):
             hint = (f"make {self.directory} a writable directory for the daemon's user, "
                     "or set cache.disk_dir")

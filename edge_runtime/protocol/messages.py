@@ -42,7 +42,8 @@ import dataclasses
 import math
 import typing
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Callable, ClassVar, Union
+from typing import Annotated, Any, ClassVar
+from collections.abc import Callable
 
 import msgpack
 
@@ -162,12 +163,13 @@ class Pong:
     service_ms: Annotated[float, NONFINITE_OK] = 0.0
 
 
-WireMessage = Union[Request, Chunk, Done, Error, Cancel, Ping, Pong]
+WireMessage = Request | Chunk | Done | Error | Cancel | Ping | Pong
 MESSAGE_TYPES: dict[str, type] = {cls.TYPE: cls for cls in typing.get_args(WireMessage)}
 # Fields a class lists in ``SPARSE`` are left out of its frame while at their default, so a
 # peer of an older release, whose decoder does not know them, still accepts the message.
 _SPARSE_DEFAULTS: dict[str, dict[str, Any]] = {
-    name: {f.name: f.default for f in dataclasses.fields(cls) if f.name in cls.SPARSE}
+    name: {f.name: f.default for f in dataclasses.fields(cls)
+           if f.name in getattr(cls, "SPARSE", ())}
     for name, cls in MESSAGE_TYPES.items() if getattr(cls, "SPARSE", ())}
 
 
@@ -181,7 +183,7 @@ def _default(value: Any) -> Any:
 def encode(msg: WireMessage) -> bytes:
     """Serialize one message into one frame (bytes)."""
     cls = type(msg)
-    if MESSAGE_TYPES.get(getattr(cls, "TYPE", None)) is not cls:
+    if MESSAGE_TYPES.get(getattr(cls, "TYPE", "")) is not cls:
         raise TypeError(f"{cls.__name__} is not a protocol message")
     # A frozen dataclass's __dict__ holds exactly its fields: no per-field Python work here.
     body = msg.__dict__
@@ -303,7 +305,7 @@ class _Spec:
             except _Bad as bad:
                 bad.where = f".{k}{bad.where}"
                 raise
-        obj = object.__new__(self.cls)
+        obj: Any = object.__new__(self.cls)
         obj.__dict__.update(values)
         return obj
 
@@ -342,7 +344,7 @@ def _converter(typ: Any) -> _Conv:
                     raise
             return tuple(out)
         return conv_tuple
-    if dataclasses.is_dataclass(typ):
+    if isinstance(typ, type) and dataclasses.is_dataclass(typ):
         return _Spec(typ).build
     raise TypeError(f"unsupported field type {typ!r}")  # a programming error, at import
 

@@ -66,8 +66,9 @@ async def audio(request: web.Request) -> web.Response:
             raise BadInputError("format=wav needs speak=1")
         return web.Response(body=wav, content_type="audio/wav",
                             headers={"X-Edge-Result": json.dumps(out, ensure_ascii=True)})
-    if wav is not None:
-        out["audio"] = {"sample_rate": service.stack.tts.sample_rate, "format": "wav",
+    tts = service.stack.tts if service.stack is not None else None
+    if wav is not None and tts is not None:     # a spoken answer: the stack has its TTS
+        out["audio"] = {"sample_rate": tts.sample_rate, "format": "wav",
                         "wav_base64": base64.b64encode(wav).decode("ascii")}
     return web.json_response(out)
 
@@ -120,8 +121,8 @@ async def stream(request: web.Request) -> web.WebSocketResponse:
     await ws.prepare(request)
     request[WS_KEY] = ws         # from here on, errors become events, never an HTTP 500
     loop = asyncio.get_running_loop()
-    speaker = _WsSpeaker(ws, loop, service.stack.tts.sample_rate if service.stack.tts
-                         else 22050)
+    tts = service.stack.tts if service.stack is not None else None     # ready: has a stack
+    speaker = _WsSpeaker(ws, loop, tts.sample_rate if tts is not None else 22050)
     session = service.session(speaker, emit=lambda ev: speaker._send_json(ev))
     state = _StreamState()
     try:
