@@ -13,7 +13,6 @@ the held-out accuracy and wrong-action rate. The final model is trained on all t
 """
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import logging
 import random
@@ -25,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from ...hass_model import installed_pins
 from ..datasets import Example
 from ...loader import BUILTIN_INTENTS
 from ...text import normalize_text
@@ -40,7 +40,6 @@ from ....config import NluConfig
 
 log = logging.getLogger(__name__)
 
-PACKAGES = ("home-assistant-intents", "hassil")
 # built-in intents that are not home requests (the rest overlap Home Assistant's)
 _OTHER_INTENTS = ("arithmetic", "unit_convert", "greeting", "goodbye", "thanks", "help", "oos")
 _MIN_THRESHOLD, _MAX_THRESHOLD = 0.35, 0.97
@@ -48,16 +47,6 @@ _MIN_THRESHOLD, _MAX_THRESHOLD = 0.35, 0.97
 READ_ONLY = frozenset(("HassGetState", "HassClimateGetTemperature", "HassTimerStatus",
                        "HassGetWeather", "HassGetCurrentTime", "HassGetCurrentDate"))
 READ_ONLY_MAX_WRONG = 0.03
-
-
-def installed_pins() -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for name in PACKAGES:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
 
 
 def _other_rows(home: HomeLists) -> list[list[str]]:
