@@ -138,6 +138,7 @@ async def healthz(request: web.Request) -> web.Response:
         health["voice"] = "disabled"
     else:
         health["voice"] = "ok" if service.stack is not None else "unavailable"
+    health["microphone"] = service.listener.health() if service and service.listener else "off"
     return web.json_response(health)
 
 
@@ -187,6 +188,11 @@ async def serve(cfg: Config) -> None:
             await runner.cleanup()
             await rt.close()
             raise
+    listener = None
+    if cfg.voice.microphone:              # the always-on loop, on the same voice models
+        from .voice.api import VOICE_KEY
+        from .voice.listener import start_listener
+        listener = await start_listener(runner.app[VOICE_KEY])
     log.info("edge-runtime ready on http://%s:%d (llm: %s, cloud: %s)", cfg.server.host,
              cfg.server.port, rt.stages.llm.device if rt.stages.llm else "unavailable",
              rt.stages.cloud.state if rt.stages.cloud else "disabled")
@@ -212,6 +218,8 @@ async def serve(cfg: Config) -> None:
     finally:
         log.info("edge-runtime shutting down")
         systemd_notify.stopping()
+        if listener is not None:
+            await listener.stop()
         if wyoming is not None:
             await wyoming.stop()
         await runner.cleanup()
