@@ -91,8 +91,8 @@ class MicListener:
         try:
             self._source = await loop.run_in_executor(None, self._make_source, self.cfg)
         except EdgeError as exc:
-            return self._unavailable(exc.message, exc.hint or
-                                     "set audio.input_device, or voice.microphone = false")
+            return self._unavailable(exc.message, (exc.hint or "set audio.input_device") +
+                                     "; or set voice.microphone = false")
         rate = stack.tts.sample_rate if stack.tts else 22050
         self._player = await loop.run_in_executor(None, self._make_player, self.cfg, rate)
         try:

@@ -1,5 +1,7 @@
 """The daemon's microphone loop (voice/listener.py) with the real voice models, driven by a
-file-backed microphone paced in real time, and `chat` attached to a real daemon app."""
+file-backed microphone paced in real time (and once by a PulseAudio null sink), and `chat`
+attached to a real daemon app on loopback."""
+import asyncio
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from edge_runtime.voice import cli as voice_cli
 from edge_runtime.voice.api import VOICE_KEY
 from edge_runtime.voice.listener import MicListener, start_listener
 from edge_runtime.voice.service import VoiceService
+from tests.integration.test_voice_loop import pulse  # noqa: F401  (a fixture)
 from tests.pipeline_fakes import make_pipeline
 from tests.unit.test_voice_session import SlowPipeline
 from tests.voice_fixtures import command_wav, real_stack, silence
@@ -26,7 +29,7 @@ pytestmark = pytest.mark.integration
 def wavs(tmp_path_factory):
     d = tmp_path_factory.mktemp("listener")
     return {t: read_wav_file(command_wav(t, d)) for t in ("what time is it",
-                                                          "stop the music")}
+                                                          "stop the music", "Hey Jarvis.")}
 
 
 def _runtime(tmp_path, **overrides):
@@ -62,6 +65,26 @@ async def test_listener_answers_what_the_microphone_hears_on_the_shared_stack(tm
     assert service.stack is stack                 # the daemon's one copy, not a new load
     assert len(players[0].heard()) > 0.3 * stack.tts.sample_rate   # the answer was spoken
     assert listener.state == "stopped"
+
+
+async def test_listener_waits_for_the_wake_word(tmp_path, wavs):
+    stack = real_stack()
+    rt = _runtime(tmp_path, voice={"microphone": True, "wake_word": "hey_jarvis"})
+    service = VoiceService(rt, stack=stack)
+    # a command without the wake word (ignored), then the wake word and the command
+    mic = np.concatenate([wavs["what time is it"], silence(1.0), wavs["Hey Jarvis."],
+                          wavs["what time is it"]])
+    listener = MicListener(service, source=_file_mic(mic),
+                           player=lambda cfg, rate: VirtualSpeaker(rate))
+    assert await listener.start()
+    await listener.wait()
+    await listener.stop()
+    kinds = [e["type"] for e in listener.events]
+    assert kinds.count("wake") == 1 and listener.wakes == 1
+    assert kinds.index("wake") < kinds.index("speech_start")   # deaf until the wake word
+    assert kinds.count("result") == 1, kinds
+    result = next(e for e in listener.events if e["type"] == "result")
+    assert "time" in result["transcript"].lower() and result["answer"] == "It is noon."
 
 
 async def test_listener_barge_in_stops_the_answer_and_takes_the_new_turn(tmp_path, wavs):
@@ -166,3 +189,33 @@ async def test_serving_daemon_reports_its_microphone_in_healthz(daemon, tmp_path
         await listener.stop()
     health = await (await client.get("/healthz")).json()
     assert health["microphone"] == "stopped"
+
+
+async def test_listener_on_the_default_sound_devices_of_a_pulseaudio_null_sink(
+        pulse, tmp_path, wavs):  # noqa: F811  (the fixture imported above)
+    """The daemon's own device path (sounddevice in and out), on a virtual microphone."""
+    import sounddevice as sd
+    sd._terminate()
+    sd._initialize()                      # PortAudio must see the private PulseAudio
+    from edge_runtime.audio.format import write_wav
+    wav = tmp_path / "cmd.wav"
+    write_wav(wav, np.concatenate([wavs["what time is it"], silence(1.0)]), 16000)
+    service = VoiceService(_runtime(tmp_path, voice={"microphone": True}), stack=real_stack())
+    listener = await start_listener(service)          # default devices: vspk.monitor, vspk
+    try:
+        assert listener.state == "listening", listener.health()
+        await asyncio.sleep(1.0)          # PulseAudio loses about the first second
+        play = await asyncio.create_subprocess_exec("paplay", "--device=vspk", str(wav),
+                                                    env=pulse)
+        await play.wait()
+        for _ in range(80):               # up to 8 s for the answer to be spoken
+            if listener.turns and not listener._player.playing:
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        await listener.stop()
+    kinds = [e["type"] for e in listener.events]
+    assert "result" in kinds, kinds
+    result = next(e for e in listener.events if e["type"] == "result")
+    assert "time" in result["transcript"].lower() and result["answer"] == "It is noon."
+    assert "barge_in" not in kinds        # it heard itself through the sink, and ignored it
