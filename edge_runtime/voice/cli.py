@@ -25,7 +25,7 @@ async def ask_wav(runtime, wav_path: str, speak_path: str | None) -> dict[str, A
         service.require_ready()
         out, wav = await service.answer_wav(str(wav_path), speak=bool(speak_path))
         if speak_path and wav is not None:
-            Path(speak_path).write_bytes(wav)
+            await asyncio.to_thread(Path(speak_path).write_bytes, wav)
             out["speak"] = str(speak_path)
         return out
     finally:
@@ -39,7 +39,7 @@ async def ask_text_spoken(runtime, text: str, speak_path: str) -> dict[str, Any]
     try:
         service.require_ready()
         out, wav = await service.answer_text_spoken(text)
-        Path(speak_path).write_bytes(wav)
+        await asyncio.to_thread(Path(speak_path).write_bytes, wav)
         out["speak"] = str(speak_path)
         return out
     finally:
