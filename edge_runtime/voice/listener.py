@@ -72,7 +72,10 @@ class MicListener:
         self.turns = 0
         self.wakes = 0
         self._task: asyncio.Task | None = None
-        self._source = self._player = self._session = self._gate = None
+        self._source: Any = None
+        self._player: Any = None
+        self._session: Any = None
+        self._gate: Any = None
 
     def health(self) -> str:
         """What ``/healthz`` says under ``microphone``."""
