@@ -211,6 +211,8 @@ async def serve(cfg: Config) -> None:
             for text in rt.finished_timers():
                 log.info("timer finished: %s", text)
                 app[ANNOUNCE_KEY].append(text)
+                if listener is not None:          # the room hears it too
+                    listener.announce(text)
             systemd_notify.watchdog_ping()
             # re-probe failed cache tiers even without traffic, off the event loop
             await loop.run_in_executor(None, rt.stages.cache.probe_due)

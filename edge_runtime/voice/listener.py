@@ -146,6 +146,19 @@ class MicListener:
         elif self.state == "listening":
             self.state = "stopped"              # the source ended (a file, a closed device)
 
+    def announce(self, text: str):
+        """Speak ``text`` (a timer that rang) on the loop's speaker; the Speaker, or None
+        when the loop is not listening or has no voice."""
+        from .speaker import Speaker
+        stack = self.service.stack
+        if self.state != "listening" or stack is None or stack.tts is None \
+                or self._player is None:
+            return None
+        speaker = Speaker(stack, self._player)
+        speaker.piece(text)
+        speaker.finish()
+        return speaker
+
     async def wait(self) -> None:
         """Until the source ends (a file-backed source) and its last answer is spoken."""
         if self._task is not None:

@@ -118,3 +118,35 @@ async def test_serve_with_the_microphone_on_and_no_sound_card(tmp_path, monkeypa
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_a_timer_that_rings_is_spoken_by_the_listening_loop(tmp_path):
+    service = VoiceService(_runtime(tmp_path))
+    service.stack = _fake_stack(service.cfg)
+    speaker = VirtualSpeaker(16_000)
+    listener = MicListener(service, source=lambda cfg: _Silence(),
+                           player=lambda cfg, r: speaker)
+    assert listener.announce("Your timer is done.") is None     # not listening yet
+    assert await listener.start()
+    spoken = listener.announce("Your timer is done.")
+    await spoken.rendered()
+    assert service.stack.tts.calls == ["Your timer is done."]
+    assert len(speaker.heard()) > 0
+    await listener.stop()
+    assert listener.state == "stopped"
+
+
+class _Silence:
+    """A microphone in a quiet room until closed."""
+
+    def __init__(self):
+        import threading
+        self._closed = threading.Event()
+
+    def __iter__(self):
+        import numpy as np
+        while not self._closed.wait(0.032):
+            yield np.zeros(512, np.float32)
+
+    def close(self):
+        self._closed.set()
