@@ -150,3 +150,11 @@ class _Silence:
 
     def close(self):
         self._closed.set()
+
+
+def test_the_jetson_config_turns_the_microphone_loop_on():
+    from pathlib import Path
+    cfg = load_config(Path(__file__).parents[2] / "jetson" / "config.orin-nano-8gb.toml",
+                      env={})
+    assert cfg.voice.microphone is True and cfg.voice.enabled
+    assert cfg.voice.wake_word == "okay_nabu"         # always on in a room: wait for the word
