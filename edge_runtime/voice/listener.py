@@ -196,5 +196,10 @@ async def start_listener(service, **factories) -> MicListener:
     ``/healthz``); it never raises for a missing device: see ``MicListener.start``."""
     listener = MicListener(service, **factories)
     service.listener = listener
-    await listener.start()
+    try:
+        await listener.start()
+    except Exception as exc:            # a bug or an odd device: the APIs serve on
+        log.exception("microphone loop failed to start")
+        listener._unavailable(f"the microphone loop failed to start: {exc}",
+                              "see the traceback above; or set voice.microphone = false")
     return listener

@@ -106,7 +106,14 @@ async def stream_mic(url: str, token: str, source, player, *, emit, gate_factory
 
     from .pump import feed_source
     async with aiohttp.ClientSession(headers=_headers(token)) as http:
-        async with http.ws_connect(url + "/v1/stream", heartbeat=30.0) as ws:
+        try:
+            ws = await http.ws_connect(url + "/v1/stream", heartbeat=30.0)
+        except aiohttp.WSServerHandshakeError as exc:
+            raise EdgeError(f"the daemon at {url} refused the audio stream (HTTP "
+                            f"{exc.status})", stage="api", code="stream_refused",
+                            hint="set server.token to the daemon's token" if exc.status == 401
+                            else "see the daemon's /healthz and log") from None
+        async with ws:
             gate = gate_factory(player, emit) if gate_factory else None
             session = RemoteSession(ws, player)
             receiver = asyncio.create_task(_receive(ws, player, gate.emit if gate else emit))

@@ -219,3 +219,17 @@ async def test_listener_on_the_default_sound_devices_of_a_pulseaudio_null_sink(
     result = next(e for e in listener.events if e["type"] == "result")
     assert "time" in result["transcript"].lower() and result["answer"] == "It is noon."
     assert "barge_in" not in kinds        # it heard itself through the sink, and ignored it
+
+
+async def test_chat_attached_without_the_daemons_token_is_a_clear_error(tmp_path, monkeypatch):
+    from edge_runtime.errors import EdgeError
+    rt = _runtime(tmp_path, server={"token": "s3cret"})
+    app = make_app(rt)
+    app[VOICE_KEY].stack = real_stack()
+    async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+        _no_local_models(monkeypatch)
+        cfg = load_config(env={}).with_overrides(server={"port": client.server.port})
+        with pytest.raises(EdgeError, match="refused the audio stream") as info:
+            await voice_cli.chat(cfg, False, source=FileSource(silence(0.5)),
+                                 player=VirtualSpeaker(22050))
+        assert "server.token" in info.value.hint
