@@ -140,14 +140,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 async def _chat(cfg: Config, text_mode: bool) -> int:
-    from .runtime import Runtime
-    from .voice.cli import run_chat
-    rt = Runtime.build(cfg)
-    await rt.start()
-    try:
-        return await run_chat(rt, text_mode)
-    finally:
-        await rt.close()
+    from .voice.cli import chat        # attaches to a running daemon, else loads the models
+    return await chat(cfg, text_mode)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

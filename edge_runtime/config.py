@@ -225,6 +225,8 @@ class VoiceConfig:
     wake_timeout_s: float = 8.0        # no speech this long after the wake word: wait again
     follow_up_s: float = 0.0           # after an answer, listen this long without the wake
                                        # word for a follow-up turn (0 = off)
+    microphone: bool = False           # `serve` runs the always-on loop on audio.input_device
+                                       # (wake word, VAD, ASR, pipeline, TTS, barge-in)
 
 
 @dataclass(frozen=True)
@@ -327,6 +329,10 @@ class Config:
         _check(self.voice.wake_refractory_s >= 0, "voice.wake_refractory_s", "must be >= 0")
         _check(self.voice.wake_timeout_s > 0, "voice.wake_timeout_s", "must be positive")
         _check(self.voice.follow_up_s >= 0, "voice.follow_up_s", "must be >= 0")
+        _check(isinstance(self.voice.microphone, bool), "voice.microphone",
+               "must be true or false")
+        _check(not self.voice.microphone or self.voice.enabled, "voice.microphone",
+               "needs voice.enabled = true (the loop runs on the daemon's voice models)")
         if self.wyoming.uri:
             try:
                 scheme, _, port = self.wyoming.parsed()

@@ -160,6 +160,7 @@ async def healthz(request: web.Request) -> web.Response:
         health["voice"] = "disabled"
     else:
         health["voice"] = "ok" if service.stack is not None else "unavailable"
+    health["microphone"] = service.listener.health() if service and service.listener else "off"
     return web.json_response(health)
 
 
@@ -211,6 +212,11 @@ async def serve(cfg: Config) -> None:
             await runner.cleanup()
             await rt.close()
             raise
+    listener = None
+    if cfg.voice.microphone:              # the always-on loop, on the same voice models
+        from .voice.api import VOICE_KEY
+        from .voice.listener import start_listener
+        listener = await start_listener(runner.app[VOICE_KEY])
     log.info("edge-runtime ready on http://%s:%d (llm: %s, cloud: %s)", cfg.server.host,
              cfg.server.port, rt.stages.llm.device if rt.stages.llm else "unavailable",
              rt.stages.cloud.state if rt.stages.cloud else "disabled")
@@ -229,6 +235,8 @@ async def serve(cfg: Config) -> None:
             for text in rt.finished_timers():
                 log.info("timer finished: %s", text)
                 app[ANNOUNCE_KEY].append(text)
+                if listener is not None:          # the room hears it too
+                    listener.announce(text)
             systemd_notify.watchdog_ping()
             # re-probe failed cache tiers even without traffic, off the event loop
             await loop.run_in_executor(None, rt.stages.cache.probe_due)
@@ -236,6 +244,8 @@ async def serve(cfg: Config) -> None:
     finally:
         log.info("edge-runtime shutting down")
         systemd_notify.stopping()
+        if listener is not None:
+            await listener.stop()
         if wyoming is not None:
             await wyoming.stop()
         await runner.cleanup()

@@ -25,7 +25,7 @@ async def ask_wav(runtime, wav_path: str, speak_path: str | None) -> dict[str, A
         service.require_ready()
         out, wav = await service.answer_wav(str(wav_path), speak=bool(speak_path))
         if speak_path and wav is not None:
-            Path(speak_path).write_bytes(wav)
+            await asyncio.to_thread(Path(speak_path).write_bytes, wav)
             out["speak"] = str(speak_path)
         return out
     finally:
@@ -39,7 +39,7 @@ async def ask_text_spoken(runtime, text: str, speak_path: str) -> dict[str, Any]
     try:
         service.require_ready()
         out, wav = await service.answer_text_spoken(text)
-        Path(speak_path).write_bytes(wav)
+        await asyncio.to_thread(Path(speak_path).write_bytes, wav)
         out["speak"] = str(speak_path)
         return out
     finally:
@@ -138,10 +138,7 @@ async def _mic_loop(service: VoiceService, player, input_device: str | None) -> 
     mic = MicSource(dev)
     gate = _wake_gate(service, player)
     session = service.session(player, emit=gate.emit if gate else _show)
-    if gate is None:
-        _print("listening (Ctrl-C to stop)")
-    else:
-        _print(f"say \"{gate.detector.phrase}\" to talk (Ctrl-C to stop)")
+    _print_listening(gate)
     try:
         await feed_source(gate.attach(session) if gate else session, mic, finish=False)
     finally:
@@ -151,20 +148,110 @@ async def _mic_loop(service: VoiceService, player, input_device: str | None) -> 
     return 0
 
 
-def _wake_gate(service: VoiceService, player):
-    """The wake-word gate of config ``voice.wake_word`` (None when it is "none")."""
-    from .wake import WakeGate, load_wake
-    v = service.runtime.cfg.voice
-    detector = load_wake(v.wake_word, refractory_s=v.wake_refractory_s)
-    if detector is None:
-        return None
+def _print_listening(gate) -> None:
+    if gate is None:
+        _print("listening (Ctrl-C to stop)")
+    else:
+        _print(f"say \"{gate.detector.phrase}\" to talk (Ctrl-C to stop)")
 
-    def show(event: dict[str, Any]) -> None:
+
+def _wake_gate(service, player):
+    """The wake-word gate of config ``voice.wake_word`` (None when it is "none")."""
+    return _gate_for(service.runtime.cfg.voice, player)
+
+
+def _gate_for(voice_cfg, player, show=None):
+    """The gate of ``voice_cfg``, printing its events (``show``: where the session's other
+    events go)."""
+    from .listener import wake_gate
+    show = show or _show
+    phrase = [""]
+
+    def shown(event: dict[str, Any]) -> None:
         if event.get("type") == "wake":
             _print("listening…")
         elif event.get("type") == "wake_timeout":
-            _print(f"waiting for \"{detector.phrase}\"")
+            _print(f"waiting for \"{phrase[0]}\"")
         else:
-            _show(event)
-    return WakeGate(detector, player, emit=show, timeout_s=v.wake_timeout_s,
-                    follow_up_s=v.follow_up_s)
+            show(event)
+    gate = wake_gate(voice_cfg, player, shown)
+    if gate is not None:
+        phrase[0] = gate.detector.phrase
+    return gate
+
+
+# -- attached to a running daemon (voice/remote.py) ----------------------------------------
+async def chat(cfg, text_mode: bool, **attach) -> int:
+    """``edge-runtime chat``: attach to the daemon at the configured address when one is
+    up (one copy of the models), else load the models in this process."""
+    from .remote import daemon_url, find_daemon
+    daemon = await find_daemon(cfg)
+    if daemon is not None:
+        _print(f"attached to the daemon at {daemon['url']} (its models; none loaded here)")
+        return await run_chat_attached(cfg, daemon, text_mode, **attach)
+    _print(f"no daemon at {daemon_url(cfg)}: loading the models in this process")
+    from ..runtime import Runtime
+    loop = asyncio.get_running_loop()
+    rt = await loop.run_in_executor(None, Runtime.build, cfg)
+    await rt.start()
+    try:
+        return await run_chat(rt, text_mode)
+    finally:
+        await rt.close()
+
+
+async def run_chat_attached(cfg, daemon: dict[str, Any], text_mode: bool, *, source=None,
+                            player=None) -> int:
+    """The conversation loop on a running daemon: typed lines to /v1/ask, or the
+    microphone (``source``, default the configured input) to /v1/stream."""
+    from . import remote
+    url, token = daemon["url"], cfg.server.token
+    if text_mode:
+        return await _remote_text_loop(url, token)
+    if daemon.get("voice") != "ok":
+        _print(f"error: the daemon at {url} has no voice (voice: {daemon.get('voice')}); "
+               "fix its voice models, or use `chat --text`")
+        return 1
+    if str(daemon.get("microphone", "off")).startswith("listening") and source is None:
+        _print(f"the daemon at {url} is already listening on the microphone "
+               "(voice.microphone = true): talk to it, or type with `chat --text`")
+        return 0
+    if source is None:
+        from ..audio.sources import MicSource
+        source = MicSource(cfg.audio.input_device or None)
+    own_player = player is None
+    if player is None:
+        from ..audio.playback import DevicePlayer, VirtualSpeaker
+        try:
+            player = DevicePlayer(cfg.audio.output_device or None, 22050)
+        except EdgeError as exc:
+            log.warning("no audio output (%s); answers are printed only", exc.one_line())
+            player = VirtualSpeaker(22050)
+    probe = _gate_for(cfg.voice, player)
+    _print_listening(probe)
+    if probe is not None:
+        probe.close()
+    try:
+        return await remote.stream_mic(url, token, source, player, emit=_show,
+                                       gate_factory=lambda p, emit: _gate_for(cfg.voice, p,
+                                                                              emit))
+    finally:
+        if own_player and hasattr(player, "close"):
+            player.close()
+
+
+async def _remote_text_loop(url: str, token: str) -> int:
+    from . import remote
+    loop = asyncio.get_running_loop()
+    session = remote.new_session_id()
+    while True:
+        line = await loop.run_in_executor(None, _prompt)
+        if line is None or line.strip() in ("/quit", "/exit"):
+            return 0
+        if not line.strip():
+            continue
+        try:
+            result = await remote.ask_text(url, token, line, session)
+            _show({"type": "result", **result})
+        except EdgeError as exc:
+            _print(f"error: {exc.one_line()}")

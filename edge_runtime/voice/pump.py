@@ -11,7 +11,8 @@ async def feed_source(session, source, *, max_queue: int = 64, finish: bool = Tr
     """Read ``source`` on a worker thread and feed ``session`` until the source ends.
 
     The queue between them holds ``max_queue`` chunks; when the loop falls behind, the
-    oldest audio is dropped (a live microphone cannot wait). Returns chunks dropped.
+    oldest audio is dropped (a live microphone cannot wait). Returns chunks dropped; a
+    source that fails (a device unplugged) raises its error here, after the audio it gave.
     """
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue(maxsize=max_queue)
@@ -40,7 +41,9 @@ async def feed_source(session, source, *, max_queue: int = 64, finish: bool = Tr
             await session.finish()
     finally:
         source.close()
-        await asyncio.gather(reader, return_exceptions=True)
+        (failure,) = await asyncio.gather(reader, return_exceptions=True)
     if dropped:
         log.warning("dropped %d audio chunks: the voice loop fell behind", dropped)
+    if isinstance(failure, Exception):
+        raise failure
     return dropped

@@ -35,6 +35,7 @@ class VoiceService:
         self.stack = stack
         self._owns_stack = False            # close only what this service loaded
         self.error: EdgeError | None = None
+        self.listener: Any = None           # the daemon's microphone loop (voice/listener.py)
 
     @property
     def max_upload_bytes(self) -> int:
