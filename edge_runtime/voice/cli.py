@@ -83,7 +83,7 @@ async def run_chat(runtime, text_mode: bool, *, input_device: str | None = None,
     rate = stack.tts.sample_rate if stack and stack.tts else 22050
     out_dev = output_device or service.cfg.audio.output_device or None
     try:
-        player = DevicePlayer(out_dev, rate)
+        player: DevicePlayer | VirtualSpeaker = DevicePlayer(out_dev, rate)
     except EdgeError as exc:
         log.warning("no audio output (%s); answers are printed only", exc.one_line())
         player = VirtualSpeaker(rate)

@@ -140,7 +140,8 @@ class VoiceService:
 
     def _speech_span(self, samples: np.ndarray) -> np.ndarray:
         """The audio from the first speech onset to the last end; NoSpeechError if none."""
-        ep = Endpointer(self.stack.vad.fork(), self.cfg.vad)
+        stack = self.require_ready()
+        ep = Endpointer(stack.vad.fork(), self.cfg.vad)
         ends = [ev for ev in ep.feed(samples) + ep.flush()
                 if isinstance(ev, SpeechEnd) and ev.reason != "too_short"]
         if not ends:

@@ -19,8 +19,8 @@ import collections
 import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -43,6 +43,9 @@ Emit = Callable[[dict[str, Any]], None]
 
 
 class VoiceSession:
+    # event type -> its handler (filled below the class)
+    _handlers: ClassVar[dict[type, Callable[[VoiceSession, Any], Awaitable[None]]]]
+
     def __init__(self, stack, pipeline, player, *, emit: Emit | None = None,
                  clock: Clock = SYSTEM_CLOCK, budget_ms: float | None = None,
                  metrics: Metrics | None = None) -> None:
@@ -154,6 +157,7 @@ class VoiceSession:
             return
         if (busy or playing) and self.stack.cfg.voice.barge_in:
             self.interrupt()
+            assert self._t0 is not None          # set by the first audio chunk
             ms = (self.clock.monotonic() - (self._t0 + ev.t_s)) * 1000.0
             self.barge_in_ms.append(ms)
             self.emit({"type": "barge_in", "ms": round(ms, 1)})
@@ -209,6 +213,7 @@ class VoiceSession:
         except EdgeError as exc:
             self.emit({"type": "error", "error": exc.to_dict()})
             return
+        assert self._t0 is not None              # set by the first audio chunk
         eos = self._t0 + ev.t_speech_end
         final_ms = (self.clock.monotonic() - eos) * 1000.0
         self._observe("asr", transcript.decode_s)
