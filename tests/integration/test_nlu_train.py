@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+# Torch training on two cores takes ~2 min quiet; give the module fixture room on a busy box.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
