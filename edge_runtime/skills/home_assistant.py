@@ -263,10 +263,14 @@ class HomeAssistantSkill:
         if not item:
             raise SkillInputError("Which item? Say it with the list, e.g. add milk to the "
                                   "shopping list.")
-        if shopping:
+        todo = self.home.by_name.get("shopping list")
+        if shopping and (todo is None or todo.domain != "todo"):   # the legacy service
             self.client.call("shopping_list", service, {"name": item})
             where = "the shopping list"
         else:
+            if shopping:                                      # its to-do entity
+                slots = {**slots, "name": "shopping list"}
+                service = {"complete_item": "update_item"}.get(service, service)
             e = self.resolve(slots, ("todo",), one=True)[0]
             self.client.state(e.entity_id, e.name)
             data: dict[str, Any] = {"item": item}

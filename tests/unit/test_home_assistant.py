@@ -98,6 +98,20 @@ def test_actions_call_the_documented_services(ha: FakeHomeAssistant) -> None:
     assert ha.calls[-1] == ("todo", "add_item", {"entity_id": "todo.chores", "item": "dishes"})
 
 
+def test_shopping_list_uses_its_todo_entity_where_there_is_one(ha: FakeHomeAssistant) -> None:
+    ha.states["todo.shopping_list"] = {"entity_id": "todo.shopping_list", "state": "0",
+                                       "area": "", "attributes": {"friendly_name": "Shopping List"}}
+    skill = make_skill(ha)
+    assert ask(skill, "HassShoppingListAddItem", item="bread") == \
+        "Added bread to the shopping list."
+    assert ha.calls == [("todo", "add_item", {"entity_id": "todo.shopping_list", "item": "bread"})]
+    assert ask(skill, "HassShoppingListCompleteItem", item="bread") == \
+        "Checked off bread on the shopping list."
+    assert ha.calls[-1] == ("todo", "update_item", {"entity_id": "todo.shopping_list",
+                                                    "item": "bread", "status": "completed"})
+    assert ha.shopping == []
+
+
 def test_state_questions_read_the_entity(ha: FakeHomeAssistant) -> None:
     skill = make_skill(ha)
     assert ask(skill, "HassGetState", name="reading light") == "The reading light is on."
