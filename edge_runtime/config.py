@@ -256,6 +256,15 @@ class DeviceConfig:
 
 
 @dataclass(frozen=True)
+class HomeConfig:
+    backend: str = "simulated"         # the home the ``home`` skill controls: simulated |
+                                       # home_assistant (its REST API at ``url``)
+    url: str = "http://127.0.0.1:8123"
+    token: str = field(default="", repr=False)   # a long-lived access token; never logged
+    timeout_s: float = 5.0             # per request; a timed-out action is never re-sent
+
+
+@dataclass(frozen=True)
 class LoggingConfig:
     level: str = "INFO"
 
@@ -278,6 +287,7 @@ class Config:
     device: DeviceConfig = field(default_factory=DeviceConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     wyoming: WyomingConfig = field(default_factory=WyomingConfig)
+    home: HomeConfig = field(default_factory=HomeConfig)
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
         """Return a validated copy with ``section={key: value}`` overrides applied."""
@@ -345,6 +355,19 @@ class Config:
             _check(0 < getattr(self.server, key) <= 3600, f"server.{key}",
                    "must be a number of seconds within (0, 3600]")
         _check(self.server.max_connections >= 1, "server.max_connections", "must be >= 1")
+        self._validate_home()
+
+    def _validate_home(self) -> None:
+        h = self.home
+        _check(h.backend in ("simulated", "home_assistant"), "home.backend",
+               "must be simulated or home_assistant")
+        _check(h.url.startswith(("http://", "https://")) and len(h.url.split("://", 1)[1]) > 0,
+               "home.url", f"{h.url!r} must be an http:// or https:// URL, "
+               "e.g. http://homeassistant.local:8123")
+        _check(h.backend != "home_assistant" or bool(h.token.strip()), "home.token",
+               "is required when home.backend = \"home_assistant\" (a long-lived access "
+               "token: Home Assistant > your profile > Security)")
+        _check(0 < h.timeout_s <= 60, "home.timeout_s", "must be within (0, 60] seconds")
 
     def _validate_voice(self) -> None:
         """[vad] [asr] [tts] [voice]: checked here, so a bad value fails at load and not on

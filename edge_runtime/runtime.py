@@ -63,8 +63,8 @@ def build_stages(cfg: Config, clock: Clock = SYSTEM_CLOCK, *, with_llm: bool = T
     skills = SkillRegistry.from_config(cfg.skills, clock, lists=cfg.nlu.lists)
     if cfg.nlu.home:
         from .nlu.home.serve import attach_home, with_home_dir
-        skills.add_home()
-        attach_home(understander, with_home_dir(cfg.nlu, cfg.paths.resolved_home()))
+        skills.add_home(cfg.home)
+        attach_home(understander, with_home_dir(cfg.nlu, cfg.paths.resolved_home()), skills.home)
     cache = AnswerCache.from_config(cfg.cache, cfg.paths.resolved_home(), clock)
     store = ModelStore(cfg)
     llm, llm_error = load_llm(cfg, store) if with_llm else (None, None)

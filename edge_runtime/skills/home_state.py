@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Protocol
 
 # device kinds of ``nlu.lists["device"]`` -> Home Assistant domain
 DEVICE_DOMAINS = {"lights": "light", "light": "light", "lamp": "light", "lamps": "light",
@@ -19,6 +20,15 @@ COVERS = {"garage door": "garage", "blinds": "blind", "curtains": "curtain"}
 LOCKS = ("front door", "back door")
 LISTS = ("shopping list", "to do list")
 PLAYLIST = ("Morning Light", "Blue Harbour", "Slow River", "Paper Planes", "Night Drive")
+
+
+class HomeBackend(Protocol):
+    """What the understanding reads from a home: ``SimHome`` or, with ``home.backend =
+    "home_assistant"``, ``ha_client.HAHome`` (areas and entities read from Home Assistant)."""
+
+    areas: tuple[str, ...]
+
+    def entities(self) -> dict[str, str]: ...
 
 
 @dataclass

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Mapping
 
 from ..clock import Clock
-from ..config import NluConfig, SkillsConfig
+from ..config import HomeConfig, NluConfig, SkillsConfig
 from .arithmetic import ArithmeticSkill
 from .base import Skill
 from .conversation import GoodbyeSkill, GreetingSkill, HelpSkill, StopSkill, ThanksSkill
@@ -17,7 +17,7 @@ from .conversion import UnitConvertSkill
 from .datetime_skills import DateSkill, TimeSkill
 from .devices import DeviceSkill, DeviceStore
 from .home import ClarifySkill, HomeSkill
-from .home_state import SimHome
+from .home_state import HomeBackend, SimHome
 from .home_timers import HomeTimers
 from .timers import TimerSkill, TimerStore
 
@@ -40,7 +40,7 @@ class SkillRegistry:
         self._skills = dict(skills)
         self.timers = timers
         self.devices = devices
-        self.home: SimHome | None = None
+        self.home: HomeBackend | None = None
 
     @classmethod
     def from_config(cls, cfg: SkillsConfig, clock: Clock,
@@ -62,14 +62,22 @@ class SkillRegistry:
         log.info("skills ready: %s", ", ".join(skills))
         return registry
 
-    def add_home(self) -> None:
+    def add_home(self, home: HomeConfig | None = None) -> None:
         """Add the ``home`` skill (Home Assistant intents on the simulated home,
-        ``home_state.SimHome``) and ``clarify`` (asks unsure home requests back)."""
+        ``home_state.SimHome``, or on a real Home Assistant with ``home.backend =
+        "home_assistant"``) and ``clarify`` (asks unsure home requests back)."""
         device_skill = self._skills.get("device")
         if not isinstance(device_skill, DeviceSkill) or self.devices is None or self.timers is None:
             raise ValueError("the home skill needs the device skill and the timer store")
-        self.home = SimHome(self.devices.areas, self.devices.devices)
-        self._skills["home"] = HomeSkill(self.home, device_skill, HomeTimers(self.timers))
+        if home is not None and home.backend == "home_assistant":
+            from .home_assistant import HomeAssistantSkill, read_home
+            client, ha_home = read_home(home)
+            self.home = ha_home
+            self._skills["home"] = HomeAssistantSkill(client, ha_home, HomeTimers(self.timers))
+        else:
+            sim = SimHome(self.devices.areas, self.devices.devices)
+            self.home = sim
+            self._skills["home"] = HomeSkill(sim, device_skill, HomeTimers(self.timers))
         self._skills["clarify"] = ClarifySkill()
 
     @property

@@ -19,13 +19,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...config import NluConfig
 from ...types import Intent
 from ..base import IntentSpec
 from .lists import HomeLists
 from .model import HOME_FILE, HOME_FORMAT, OTHER, HomeModel
+
+if TYPE_CHECKING:
+    from ...skills.home_state import HomeBackend
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +66,16 @@ def model_dir(cfg: NluConfig) -> Path:
     return Path(cfg.home_dir).expanduser() if cfg.home_dir else default_dir()
 
 
-def home_lists(cfg: NluConfig) -> HomeLists:
-    """The simulated home's areas and entities (``skills.home_state.SimHome``)."""
+def home_lists(cfg: NluConfig, home: HomeBackend | None = None) -> HomeLists:
+    """The home's areas and entities: ``home`` (the skills' backend: the simulated home or
+    the one read from Home Assistant), else the simulated home of ``cfg.lists``. A backend
+    with no entities (Home Assistant not reachable at start) gives the default lists."""
     from ...skills.home_state import SimHome
-    areas = tuple(cfg.lists.get("area", ()))
-    return HomeLists(areas, (), SimHome(areas, tuple(cfg.lists.get("device", ()))).entities())
+    if home is None:
+        areas = tuple(cfg.lists.get("area", ()))
+        home = SimHome(areas, tuple(cfg.lists.get("device", ())))
+    entities = home.entities()
+    return HomeLists(tuple(home.areas), (), entities) if entities else HomeLists()
 
 
 def describe(intent: str, slots: dict[str, Any]) -> str:
@@ -117,7 +125,7 @@ class HomeUnderstanding:
                                                "read_only": hp.intent in _READ_ONLY})
 
 
-def attach_home(understander: Any, cfg: NluConfig) -> bool:
+def attach_home(understander: Any, cfg: NluConfig, home: HomeBackend | None = None) -> bool:
     """Give ``understander`` the home understanding built by ``edge-runtime models build``;
     False (logged with the fix, never raised) when it is missing or unusable: the daemon
     then serves the built-in intents."""
@@ -127,7 +135,7 @@ def attach_home(understander: Any, cfg: NluConfig) -> bool:
                     "(run `edge-runtime models build`)", path)
         return False
     try:
-        model = HomeModel(path, home_lists(cfg))
+        model = HomeModel(path, home_lists(cfg, home))
     except Exception as exc:              # unusable files
         log.warning("home model in %s unusable (%s): serving the built-in intents "
                     "(run `edge-runtime models build --force`)", path, exc)
