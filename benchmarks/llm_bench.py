@@ -236,7 +236,8 @@ def bench(args: argparse.Namespace) -> dict:
     llama_anchor(out)
     if "llama_cpp" in out and "top1_agreement" not in out["llama_cpp"]:
         agree = [out[k].get("top1_agreement") for k in POLICIES.values() if k in out]
-        out["llama_cpp"]["top1_agreement"] = next((a for a in agree if a is not None), None)
+        if any(a is not None for a in agree):
+            out["llama_cpp"]["top1_agreement"] = next(a for a in agree if a is not None)
     base = out.get("no_batching", {}).get("1")
     if "batching" in out and base:
         # over the plain engine serving one session: what batching buys on this machine

@@ -143,3 +143,15 @@ def test_cli_models_add(tmp_path, capsys):
     assert rows[0]["built"] is True
     assert main(["models", "add", str(src), "--name", "whisper-tiny-en", "--set", home]) != 0
     assert "--name" in capsys.readouterr().err
+
+
+def test_cli_models_check_json_prints_top1_agreement(tmp_path, capsys):
+    from edge_runtime.cli import main
+
+    src = _tiny(tmp_path, "llama", "Q8_0", "tiny-llama.gguf")
+    home = f"paths.home={tmp_path / 'home'}"
+    assert main(["models", "add", str(src), "--name", "tl", "--set", home]) == 0
+    capsys.readouterr()
+    assert main(["models", "check", "tl", "--json", "--set", home]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["model"] == "tl" and 0.9 <= report["top1_agreement"] <= 1.0
