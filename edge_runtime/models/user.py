@@ -128,6 +128,10 @@ def add_model(store: ModelStore, gguf: str | Path, name: str | None = None,
                           hint="pass --force to replace it, or choose another --name")
     dest = store.files_dir(name) / src.name
     had_file = dest.is_file()
+    backup = dest.with_name(dest.name + ".previous")
+    if had_file and src != dest:       # a replacement under the same file name: keep the old
+        backup.unlink(missing_ok=True)
+        os.link(dest, backup)
     if src != dest:
         _place(src, dest)
     store._mark_verified(dest, sha)
@@ -139,13 +143,24 @@ def add_model(store: ModelStore, gguf: str | Path, name: str | None = None,
     try:
         out = store.build(name, force=True)
     except BaseException:
-        if not had_file:
+        if user_entry is None:             # nothing of this name before: remove it all
             shutil.rmtree(store.root / name, ignore_errors=True)
+        elif not had_file:                 # a replacement: the old build stays in place
+            dest.unlink(missing_ok=True)
+            dest.with_name(dest.name + ".verified").unlink(missing_ok=True)
+        elif backup.is_file():             # ... and so does its source file
+            os.replace(backup, dest)
+            store._mark_verified(dest)
         if user_entry is not None:
             store.manifest[name] = user_entry
         else:
             store.manifest.pop(name, None)
         raise
+    backup.unlink(missing_ok=True)
+    if user_entry is not None and user_entry.files[0].name != src.name:
+        old = store.files_dir(name) / user_entry.files[0].name
+        old.unlink(missing_ok=True)
+        old.with_name(old.name + ".verified").unlink(missing_ok=True)
     _write_manifest(user_manifest_path(store.root), name, entry_text)
     store.manifest = store.load()
     log.info("added %s from %s (sha256 %s)", name, src, sha)

@@ -81,6 +81,8 @@ def test_readding_another_file_under_a_name_needs_force(tmp_path):
     assert store.entry("mine").files[0].name == "other.gguf"
     text = (tmp_path / "home" / "models" / "user-manifest.toml").read_text()
     assert text.count("[[model]]") == 1
+    assert sorted(p.name for p in store.files_dir("mine").iterdir()) == [
+        "other.gguf", "other.gguf.verified"]          # the replaced file is gone
 
 
 @pytest.mark.parametrize("content", [b"not a gguf at all" * 10, b"GGUF" + b"\x00" * 64])
@@ -155,3 +157,41 @@ def test_cli_models_check_json_prints_top1_agreement(tmp_path, capsys):
     assert main(["models", "check", "tl", "--json", "--set", home]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["model"] == "tl" and 0.9 <= report["top1_agreement"] <= 1.0
+
+
+def test_a_failed_replacement_keeps_the_previous_model(tmp_path, monkeypatch):
+    from edge_runtime.models.user import add_model
+
+    add_model(_store(tmp_path), _tiny(tmp_path), name="mine")
+    store = _store(tmp_path)
+    built = store.built_dir("mine") / "model.onnx"
+    before = built.read_bytes()
+
+    def boom(name, force=False):
+        raise ModelLoadError("disk full")
+    monkeypatch.setattr(store, "build", boom)
+    with pytest.raises(ModelLoadError):
+        add_model(store, _tiny(tmp_path, "llama", "Q5_0", "other.gguf"), name="mine",
+                  force=True)
+    assert built.read_bytes() == before
+    fresh = _store(tmp_path)
+    assert fresh.entry("mine").files[0].name == "My-Tiny-Qwen.Q4_K.gguf"
+    assert fresh.status("mine")["files"] == {"My-Tiny-Qwen.Q4_K.gguf": "verified"}
+    assert not (fresh.files_dir("mine") / "other.gguf").exists()
+
+
+def test_a_failed_same_file_name_replacement_keeps_the_old_source(tmp_path, monkeypatch):
+    from edge_runtime.models.user import add_model
+
+    add_model(_store(tmp_path), _tiny(tmp_path), name="mine")
+    store = _store(tmp_path)
+    monkeypatch.setattr(store, "build", lambda name, force=False: (_ for _ in ()).throw(
+        ModelLoadError("disk full")))
+    newer = tmp_path / "v2"
+    newer.mkdir()
+    from tests.gguf_fixtures import write_arch_gguf
+    write_arch_gguf(newer / "My-Tiny-Qwen.Q4_K.gguf", "qwen2", "Q4_K", seed=7)
+    with pytest.raises(ModelLoadError):
+        add_model(store, newer / "My-Tiny-Qwen.Q4_K.gguf", name="mine", force=True)
+    st = _store(tmp_path).status("mine")
+    assert st["files"] == {"My-Tiny-Qwen.Q4_K.gguf": "verified"} and st["built"] is True
