@@ -1,9 +1,16 @@
 """Local LLM benchmark: this engine vs llama.cpp on the same GGUF, side by side.
 
-    edge-runtime bench llm [--gguf PATH] [--model-dir DIR] [--threads 2] [--runs 7]
-                           [--decode-tokens 64] [--batching 1,2,4,8,16] [--batch-seconds 8]
-                           [--no-llama-cpp]
-                           [--no-fidelity] [--llama-spin] [--json]
+    edge-runtime bench llm [--model NAME] [--gguf PATH] [--model-dir DIR] [--threads 2]
+                           [--runs 7] [--decode-tokens 64] [--batching 1,2,4,8,16]
+                           [--batch-seconds 8] [--no-llama-cpp]
+                           [--llama-policy both|passive|spin] [--no-fidelity] [--json]
+
+``--model`` names a model of the store (default SmolLM2-135M-Instruct): its pulled GGUF and
+built ONNX directory (``--gguf``/``--model-dir`` override them). llama.cpp runs in both
+OpenMP thread policies in the same run (``--llama-policy both``, the default):
+``OMP_WAIT_POLICY=PASSIVE`` (threads sleep between ops, as ours do) and its own default
+(threads spin; ``llama_cpp_spin``). Each ratio takes llama.cpp at whichever policy is better
+for that figure (``anchor`` says which), so no setting of llama.cpp is left out.
 
 Each engine runs in its own worker process (clean peak RSS); their runs are interleaved
 (A B, B A, ...) so machine noise hits both, and figures are medians of ``--runs`` paired
@@ -52,17 +59,11 @@ class Worker:
     """A benchmark worker process speaking one JSON line per command."""
 
     def __init__(self, kind: str, spec: dict, spin: bool = False) -> None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [str(HERE.parent)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-        if kind == "llama_cpp" and not spin:
-            # llama.cpp's OpenMP threads spin between ops by default; on a shared 2-core box
-            # that made its 2-thread run 25-50x slower (7.5 s TTFT). Ours never spins
-            # (session.intra_op.allow_spinning=0), so give both the same policy.
-            env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self.kind = kind
         self.proc = subprocess.Popen(
             [sys.executable, str(HERE / "llm_bench_workers.py"), kind, json.dumps(spec)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env=worker_env(kind, spin, os.environ))
         self._read()
 
     def _read(self) -> dict:
@@ -84,14 +85,67 @@ class Worker:
         self.proc.wait(timeout=30)
 
 
-def _default_paths() -> tuple[Path | None, Path | None]:
+def worker_env(kind: str, spin: bool, base: dict | os._Environ) -> dict:
+    """The environment of a worker: this checkout first on PYTHONPATH; for llama.cpp the
+    OpenMP wait policy. PASSIVE: its threads sleep between ops, as ours do
+    (session.intra_op.allow_spinning=0; spinning made its 2-thread run 25-50x slower on a
+    shared 2-core box). ``spin``: llama.cpp's own default (no OMP_WAIT_POLICY at all)."""
+    env = dict(base, PYTHONPATH=os.pathsep.join(
+        [str(HERE.parent)] + [p for p in [base.get("PYTHONPATH")] if p]))
+    if kind == "llama_cpp":
+        if spin:
+            env.pop("OMP_WAIT_POLICY", None)
+        else:
+            env["OMP_WAIT_POLICY"] = "PASSIVE"
+    return env
+
+
+def _default_paths(model: str = MODEL) -> tuple[Path | None, Path | None]:
     try:
         from edge_runtime.config import load_config
         from edge_runtime.models.store import ModelStore
         store = ModelStore(load_config(env={}))
-        return store.file_path(MODEL), store.built_dir(MODEL)
-    except Exception:  # no config or manifest: the user passes --gguf/--model-dir
+        return store.file_path(model), store.built_dir(model)
+    except Exception:  # no config, manifest or model: the user passes --gguf/--model-dir
         return None, None
+
+
+POLICIES = {"passive": "llama_cpp_passive", "spin": "llama_cpp_spin"}
+# figure -> better is higher (True) or lower (False)
+_FIGURES = {"decode_tps": True, "ttft_ms": False, "ttft_ms_prefix_cached": False,
+            "peak_rss_mb": False}
+
+
+def llama_anchor(out: dict) -> dict:
+    """Ratios ours / llama.cpp, each against llama.cpp's better policy for that figure.
+
+    Sets ``out["llama_cpp"]`` (the policy with the faster decode, for the table),
+    ``out["anchor"]`` (figure -> the policy it was compared with) and ``out["ratios"]``;
+    with both policies measured, ``out["ratios_by_policy"]`` holds the decode ratio of each.
+    """
+    runs = {pol: out[key] for pol, key in POLICIES.items() if key in out}
+    if not runs:
+        return out
+    anchor, ratios = {}, {}
+    for fig, higher in _FIGURES.items():
+        have = {p: r[fig] for p, r in runs.items() if r.get(fig) is not None}
+        if not have:
+            continue
+        best = (max if higher else min)(have, key=have.__getitem__)
+        anchor[fig] = best
+        ratios[fig] = _ratio(out["ours"].get(fig), have[best])
+    fastest = anchor.get("decode_tps", next(iter(runs)))
+    out["llama_cpp"] = {**runs[fastest], "policy": fastest}
+    out["anchor"] = anchor
+    out["ratios"] = {"decode_tps": ratios.get("decode_tps"), "ttft": ratios.get("ttft_ms"),
+                     "ttft_prefix_cached": ratios.get("ttft_ms_prefix_cached"),
+                     "peak_rss": ratios.get("peak_rss_mb")}
+    if len(runs) > 1:
+        out["ratios_by_policy"] = {p: {"decode_tps": _ratio(out["ours"]["decode_tps"],
+                                                            r["decode_tps"]),
+                                       "ttft": _ratio(out["ours"]["ttft_ms"], r["ttft_ms"])}
+                                   for p, r in runs.items()}
+    return out
 
 
 def _spec(args: argparse.Namespace) -> dict:
@@ -136,7 +190,9 @@ def bench(args: argparse.Namespace) -> dict:
     spec = _spec(args)
     workers = {"ours": Worker("ours", spec)}
     if not args.no_llama_cpp:
-        workers["llama_cpp"] = Worker("llama_cpp", spec, spin=args.llama_spin)
+        for pol in (("passive", "spin") if args.llama_policy == "both" else
+                    (args.llama_policy,)):
+            workers[POLICIES[pol]] = Worker("llama_cpp", spec, spin=pol == "spin")
     cold: dict[str, list[dict]] = {k: [] for k in workers}
     warm: dict[str, list[dict]] = {k: [] for k in workers}
     try:
@@ -169,23 +225,24 @@ def bench(args: argparse.Namespace) -> dict:
         out["dialogue"] = {"prompt_tokens": d["reuse"]["prompt_tokens"],
                            "ttft_ms_reuse": [round(x, 1) for x in d["reuse"]["ttft_ms"]],
                            "ttft_ms_no_reuse": [round(x, 1) for x in d["no_reuse"]["ttft_ms"]]}
-        if not args.no_fidelity:
-            for k, w in workers.items():
-                out[k]["top1_agreement"] = round(w.ask(cmd="fidelity")["top1_agreement"], 4)
+        if not args.no_fidelity:     # the thread policy does not change llama.cpp's logits:
+            llama = [k for k in workers if k != "ours"][:1]      # one llama.cpp run is enough
+            for k in ["ours", *llama]:
+                out[k]["top1_agreement"] = round(workers[k].ask(cmd="fidelity")
+                                                 ["top1_agreement"], 4)
     finally:
         for w in workers.values():
             w.close()
-    if "llama_cpp" in out:
-        a, b = out["ours"], out["llama_cpp"]
-        out["ratios"] = {"decode_tps": _ratio(a["decode_tps"], b["decode_tps"]),
-                         "ttft": _ratio(a["ttft_ms"], b["ttft_ms"]),
-                         "ttft_prefix_cached": _ratio(a["ttft_ms_prefix_cached"],
-                                                      b["ttft_ms_prefix_cached"]),
-                         "peak_rss": _ratio(a["peak_rss_mb"], b["peak_rss_mb"])}
+    llama_anchor(out)
+    if "llama_cpp" in out and "top1_agreement" not in out["llama_cpp"]:
+        agree = [out[k].get("top1_agreement") for k in POLICIES.values() if k in out]
+        if any(a is not None for a in agree):
+            out["llama_cpp"]["top1_agreement"] = next(a for a in agree if a is not None)
     base = out.get("no_batching", {}).get("1")
     if "batching" in out and base:
         # over the plain engine serving one session: what batching buys on this machine
         out["batching_speedup"] = {n: round(v / base, 2) for n, v in out["batching"].items()}
+    out["model"] = args.model
     out["runs"] = args.runs
     out["threads"] = args.threads
     out["model_dir"] = str(args.model_dir)
@@ -194,14 +251,15 @@ def bench(args: argparse.Namespace) -> dict:
 
 
 def _table(out: dict) -> str:
-    rows = ["engine      ttft_ms  cached_ms  decode_tps  peak_rss_mb  top1"]
-    for k in ("ours", "llama_cpp"):
+    rows = ["engine             ttft_ms  cached_ms  decode_tps  peak_rss_mb  top1"]
+    for k in ("ours", *POLICIES.values()):
         if k in out:
             r = out[k]
-            rows.append(f"{k:<10} {r['ttft_ms']!s:>8} {r['ttft_ms_prefix_cached']!s:>10} "
+            rows.append(f"{k:<17} {r['ttft_ms']!s:>8} {r['ttft_ms_prefix_cached']!s:>10} "
                         f"{r['decode_tps']!s:>11} {r['peak_rss_mb']!s:>12} "
                         f"{r.get('top1_agreement', '-')!s:>5}")
-    for key in ("ratios", "batching", "no_batching", "batching_speedup", "dialogue"):
+    for key in ("anchor", "ratios", "ratios_by_policy", "batching", "no_batching",
+                "batching_speedup", "dialogue"):
         if key in out:
             rows.append(f"{key}: {json.dumps(out[key])}")
     rows.append(f"load average {out['load_avg_1m']} (other work on the box skews timings)")
@@ -209,11 +267,12 @@ def _table(out: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    gguf, model_dir = _default_paths()
     ap = argparse.ArgumentParser(prog="edge-runtime bench llm",
                                  description=__doc__.splitlines()[0])
-    ap.add_argument("--gguf", type=Path, default=gguf)
-    ap.add_argument("--model-dir", type=Path, default=model_dir)
+    ap.add_argument("--model", default=MODEL,
+                    help=f"a model of the store (`edge-runtime models list`; default {MODEL})")
+    ap.add_argument("--gguf", type=Path, help="default: the model's pulled GGUF")
+    ap.add_argument("--model-dir", type=Path, help="default: the model's built ONNX directory")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--decode-tokens", type=int, default=64)
@@ -222,18 +281,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-seconds", type=float, default=8.0,
                     help="how long each concurrency level is kept busy (sustained tok/s)")
     ap.add_argument("--no-llama-cpp", action="store_true")
-    ap.add_argument("--llama-spin", action="store_true",
-                    help="let llama.cpp's OpenMP threads spin (default: OMP_WAIT_POLICY=PASSIVE)")
+    ap.add_argument("--llama-policy", choices=("both", "passive", "spin"), default="both",
+                    help="llama.cpp's OpenMP wait policy: both (default; ratios against the "
+                         "better), PASSIVE only, or its own default (spinning) only")
+    ap.add_argument("--llama-spin", action="store_const", dest="llama_policy", const="spin",
+                    help="same as --llama-policy spin")
     ap.add_argument("--no-fidelity", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     args.batching = [int(x) for x in args.batching.split(",") if x.strip()]
+    if args.gguf is None or args.model_dir is None:
+        gguf, model_dir = _default_paths(args.model)
+        args.gguf = args.gguf or gguf
+        args.model_dir = args.model_dir or model_dir
     for what, p, name in (("GGUF", args.gguf, "--gguf"),
                           ("built model", args.model_dir and args.model_dir / "model.onnx",
                            "--model-dir")):
         if p is None or not Path(p).is_file():
-            print(f"{what} not found ({p}); pass {name} or run `edge-runtime models pull` "
-                  f"and `edge-runtime models build`", file=sys.stderr)
+            print(f"{what} of {args.model} not found ({p}); pass {name} or run "
+                  f"`edge-runtime models pull {args.model}` and `edge-runtime models build "
+                  f"{args.model}`", file=sys.stderr)
             return 2
     out = bench(args)
     print(json.dumps(out) if args.json else _table(out))

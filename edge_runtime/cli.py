@@ -172,7 +172,16 @@ def cmd_models(args: argparse.Namespace) -> int:
     store = ModelStore(cfg)
     names = [args.name] if getattr(args, "name", None) else \
         [n for n, e in store.manifest.items() if e.default]
-    if args.action == "pull":
+    if args.action == "add":
+        from .models.user import add_model
+        added = add_model(store, args.file, name=args.name, force=args.force)
+        if args.json:
+            print(json.dumps(added, indent=2))
+        else:
+            print(f"{added['name']}: {added['architecture']}, {added['layers']} layers, "
+                  f"sha256 {added['sha256']}; built {added['built']}\n"
+                  f"use it with --set llm.model={added['name']}")
+    elif args.action == "pull":
         for name in names:
             for path in store.pull(name, force=args.force):
                 print(f"{name}: {path} (sha256 verified)")
@@ -273,8 +282,14 @@ def build_parser() -> argparse.ArgumentParser:
         a.add_argument("name", nargs="?")
         if action in ("pull", "build"):
             a.add_argument("--force", action="store_true")
-        if action == "list":
-            a.add_argument("--json", action="store_true")
+        if action in ("list", "check"):
+            a.add_argument("--json", action="store_true", help="one JSON object (check: "
+                           "always; top1_agreement is its fidelity figure)")
+    a = msub.add_parser("add", parents=[common], help="add your own GGUF LLM and build it")
+    a.add_argument("file", metavar="FILE.gguf")
+    a.add_argument("--name", help="the model's name (default: from the file name)")
+    a.add_argument("--force", action="store_true", help="replace a model added before")
+    a.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_models)
 
     s = sub.add_parser("nlu", parents=[common], help="understanding: parse, train, eval")

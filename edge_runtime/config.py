@@ -253,6 +253,8 @@ class WyomingConfig:
 @dataclass(frozen=True)
 class DeviceConfig:
     profile: str = "x86-cpu"
+    memory_budget_mb: int = 0          # models' memory (LLM + KV + ASR + TTS); 0 = the
+                                       # profile's model_memory_mb
 
 
 @dataclass(frozen=True)
@@ -393,6 +395,8 @@ class Config:
         _check(self.tts.first_chunk_max_chars >= self.tts.first_chunk_chars,
                "tts.first_chunk_max_chars", "must be >= tts.first_chunk_chars")
         _check(self.voice.echo_margin > 0, "voice.echo_margin", "must be positive")
+        _check(self.device.memory_budget_mb >= 0, "device.memory_budget_mb",
+               "must be >= 0 (0 = the device profile's)")
 
 
 def load_config(path: str | os.PathLike | None = None, *, env: Mapping[str, str] | None = None,

@@ -40,6 +40,8 @@ def load_llm(cfg: Config, store: ModelStore):
         else:
             from .llm import load_engine
             from .device import get_profile
+            from .models.budget import check_llm_budget
+            check_llm_budget(cfg, store.llm_dir())     # MemoryBudgetError: serve without it
             engine = load_engine(store.llm_dir(), providers=c.providers, threads=c.threads,
                                  model_name=c.model, context_tokens=c.context_tokens,
                                  max_batch=get_profile(cfg.device.profile).llm_max_batch(

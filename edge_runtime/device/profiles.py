@@ -63,7 +63,10 @@ class DeviceProfile:
     """What one kind of machine offers the runtime.
 
     ``providers`` is the onnxruntime order to try (names as in ``llm.providers``);
-    ``model_memory_mb`` the budget for all loaded models together (MB);
+    ``model_memory_mb`` the budget for all loaded models together (MB): LLM weights + KV
+    cache at the configured context + ASR + TTS, checked before the LLM is loaded
+    (:func:`edge_runtime.models.budget.check_llm_budget`; ``device.memory_budget_mb``
+    overrides it);
     ``llm_threads`` the default intra-op thread count of the LLM session;
     ``gpu_nominal_mhz`` the GPU clock the latency figures assume (None: no GPU);
     ``latency`` a prior for the scheduler before it calibrates (None: calibrate);
@@ -117,13 +120,19 @@ _ORIN_NANO_LATENCY = LatencyModel(prefill_tok_s_gpu=900.0, decode_tok_s_gpu=41.0
 # kernel) and 7.6 GB is shared with ASR/TTS, so 4 until `edge-runtime bench llm` is run on
 # the board. The simulated Orin mirrors the board it stands for.
 _X86_MAX_BATCH = 8
+
+# Orin Nano 8 GB: 7.6 GB of unified memory; about 1.6 GB stays with L4T (headless), the CUDA
+# context and the Python runtime, so the models may take 6000 MB together (a 1 B Q4_K_M
+# LLM with 2048 tokens of KV, whisper tiny and a Piper voice: about 1.1 GB by file size).
+# A prior to be checked with tegrastats on the board, not a measurement made here.
+_ORIN_NANO_MODEL_MB = 6000
 _ORIN_NANO_MAX_BATCH = 4
 
 _BUILTIN: dict[str, DeviceProfile] = {p.name: p for p in (
     DeviceProfile(
         name="orin-nano-8gb",
         providers=("tensorrt", "cuda", "cpu"),
-        model_memory_mb=2500,
+        model_memory_mb=_ORIN_NANO_MODEL_MB,
         llm_threads=4,
         gpu_nominal_mhz=624.0,
         latency=_ORIN_NANO_LATENCY,
@@ -137,7 +146,7 @@ _BUILTIN: dict[str, DeviceProfile] = {p.name: p for p in (
     DeviceProfile(
         name="x86-cpu",
         providers=("cpu",),
-        model_memory_mb=2048,
+        model_memory_mb=4096,
         llm_threads=2,
         max_batch=_X86_MAX_BATCH,
         notes=("Any Linux x86-64 box without a GPU (development, CI). The scheduler "
@@ -146,7 +155,7 @@ _BUILTIN: dict[str, DeviceProfile] = {p.name: p for p in (
     DeviceProfile(
         name="sim-orin-nano",
         providers=("cpu",),
-        model_memory_mb=2500,
+        model_memory_mb=_ORIN_NANO_MODEL_MB,
         llm_threads=2,
         gpu_nominal_mhz=624.0,
         latency=_ORIN_NANO_LATENCY,

@@ -62,9 +62,18 @@ class ModelEntry:
 def load_manifest(path: str | Path | None = None) -> dict[str, ModelEntry]:
     p = Path(path) if path else REPO_MANIFEST
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"model manifest {p} not found", hint="set paths.manifest") from None
+    return load_manifest_text(text, p)
+
+
+def load_manifest_text(text: str, p: Path) -> dict[str, ModelEntry]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"model manifest {p} is not valid TOML: {exc}",
+                          hint="fix or remove the file") from None
     entries = {}
     for i, raw in enumerate(data.get("model", [])):
         try:
@@ -95,7 +104,23 @@ class ModelStore:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self.root = cfg.paths.models_dir
-        self.manifest = load_manifest(cfg.paths.manifest or None)
+        self.shipped_names: frozenset[str] = frozenset()
+        self.manifest = self.load()
+
+    def load(self) -> dict[str, ModelEntry]:
+        """The shipped manifest, then the user's (``models add``) for names it lacks."""
+        from .user import user_manifest_path
+        manifest = load_manifest(self.cfg.paths.manifest or None)
+        self.shipped_names = frozenset(manifest)
+        user = user_manifest_path(self.root)
+        if user.is_file():
+            for name, entry in load_manifest(user).items():
+                if name in manifest:
+                    log.warning("%s: %s is a shipped model name; the user entry is ignored",
+                                user, name)
+                    continue
+                manifest[name] = entry
+        return manifest
 
     # -- paths -------------------------------------------------------------------------
     def entry(self, name: str) -> ModelEntry:
