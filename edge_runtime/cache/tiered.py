@@ -217,6 +217,11 @@ class AnswerCache:
         except CacheTierError as exc:
             self._fail(slot, exc)
             return
+        except Exception as exc:  # noqa: BLE001 - a tier bug must not hold its probe slot
+            self._fail(slot, CacheTierError(f"probe raised {type(exc).__name__}: {exc}",
+                                            hint="see the daemon log at DEBUG"))
+            log.debug("answer cache: probe of %s raised", slot.tier.name, exc_info=True)
+            return
         with self._lock:
             recovered = not slot.ok
             slot.breaker.success()

@@ -131,7 +131,10 @@ def add_model(store: ModelStore, gguf: str | Path, name: str | None = None,
     backup = dest.with_name(dest.name + ".previous")
     if had_file and src != dest:       # a replacement under the same file name: keep the old
         backup.unlink(missing_ok=True)
-        os.link(dest, backup)
+        try:
+            os.link(dest, backup)
+        except OSError:                # a filesystem without hard links
+            shutil.copy2(dest, backup)
     if src != dest:
         _place(src, dest)
     store._mark_verified(dest, sha)

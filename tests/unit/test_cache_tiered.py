@@ -237,3 +237,24 @@ def test_concurrent_callers_do_not_corrupt_state(tmp_path: Path, clock: FakeCloc
     assert st["lookups"] == 800 and st["hits"] == 800
     assert sum(t["errors"] for t in st["tiers"].values()) == 0
     cache.close()
+
+
+def test_a_probe_that_raises_an_unexpected_error_keeps_the_tier_retrying(
+        clock: FakeClock) -> None:
+    class BuggyProbe(FlakyTier):
+        def probe(self) -> None:
+            self.probes += 1
+            if self.broken:
+                raise RuntimeError("driver bug")
+
+    mem, low = MemoryTier(10, clock), BuggyProbe("redis", clock)
+    cache = AnswerCache([mem, low], clock)
+    low.broken = True
+    cache.put("a", ANSWER, ttl_s=600)          # set fails: the tier is marked failed
+    clock.advance(5.0)
+    cache.get("zzz")                           # probe raises RuntimeError: still failed
+    assert cache.tier_states()["redis"].startswith("failed: probe raised RuntimeError")
+    low.broken = False
+    clock.advance(60.0)
+    cache.get("zzz")                           # the half-open slot was released: probed again
+    assert cache.tier_states()["redis"] == "ok"
