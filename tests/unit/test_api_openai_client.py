@@ -10,9 +10,23 @@ from edge_runtime.daemon import RUNTIME_KEY
 from tests.api_fixtures import GatedEngine, drop_client_and_drain, start_client
 
 
+_OPENED: list[openai.AsyncOpenAI] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_openai_clients():
+    """Close each test's clients on its own event loop: an unclosed one is closed by the
+    garbage collector later, on a dead loop, as an asyncio ERROR inside another test."""
+    yield
+    while _OPENED:
+        await _OPENED.pop().close()
+
+
 def _oa(client, api_key="unused"):
-    return openai.AsyncOpenAI(base_url=str(client.make_url("/v1")), api_key=api_key,
-                              max_retries=0)
+    oa = openai.AsyncOpenAI(base_url=str(client.make_url("/v1")), api_key=api_key,
+                            max_retries=0)
+    _OPENED.append(oa)
+    return oa
 
 
 def _user(text):
