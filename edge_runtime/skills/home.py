@@ -39,6 +39,19 @@ def _say(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+def common_handlers(timers: HomeTimers) -> dict[str, Callable[[dict[str, Any]], str]]:
+    """The intents every home backend answers the same way: weather (no source), "never
+    mind" and the timer adjustments (timers live on the device, not in the home)."""
+    return {
+        "HassGetWeather": lambda s: NO_WEATHER,
+        "HassNevermind": lambda s: "Okay.",
+        "HassIncreaseTimer": lambda s: timers.adjust(s, +1),
+        "HassDecreaseTimer": lambda s: timers.adjust(s, -1),
+        "HassPauseTimer": timers.pause, "HassUnpauseTimer": timers.unpause,
+        "HassTimerStatus": timers.status,
+    }
+
+
 class HomeSkill:
     name = "home"
 
@@ -63,12 +76,7 @@ class HomeSkill:
             "HassListAddItem": lambda s: self._list_add(s, None),
             "HassListCompleteItem": lambda s: self._list_done(s, None),
             "HassListRemoveItem": lambda s: self._list_done(s, None, "Removed"),
-            "HassGetWeather": lambda s: NO_WEATHER,
-            "HassNevermind": lambda s: "Okay.",
-            "HassIncreaseTimer": lambda s: self.timers.adjust(s, +1),
-            "HassDecreaseTimer": lambda s: self.timers.adjust(s, -1),
-            "HassPauseTimer": self.timers.pause, "HassUnpauseTimer": self.timers.unpause,
-            "HassTimerStatus": self.timers.status,
+            **common_handlers(self.timers),
         }
 
     @property

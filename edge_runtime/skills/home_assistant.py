@@ -20,7 +20,7 @@ from ..nlu.text import normalize_text
 from ..types import Intent
 from .base import SkillInputError
 from .ha_client import Entity, HAHome, HomeAssistantClient, HomeAssistantError
-from .home import NO_WEATHER, _num, _say
+from .home import _num, _say, common_handlers
 from .home_timers import HomeTimers
 from .speech import join_words
 
@@ -72,12 +72,7 @@ class HomeAssistantSkill:
             "HassListAddItem": lambda s: self._list(s, "add_item", False),
             "HassListCompleteItem": lambda s: self._list(s, "update_item", False),
             "HassListRemoveItem": lambda s: self._list(s, "remove_item", False),
-            "HassGetWeather": lambda s: NO_WEATHER,
-            "HassNevermind": lambda s: "Okay.",
-            "HassIncreaseTimer": lambda s: self.timers.adjust(s, +1),
-            "HassDecreaseTimer": lambda s: self.timers.adjust(s, -1),
-            "HassPauseTimer": self.timers.pause, "HassUnpauseTimer": self.timers.unpause,
-            "HassTimerStatus": self.timers.status,
+            **common_handlers(self.timers),
         }
 
     @property
