@@ -233,7 +233,8 @@ async def serve(cfg: Config) -> None:
             except asyncio.TimeoutError:
                 pass
             for text in rt.finished_timers():
-                log.info("timer finished: %s", text)
+                log.info("a timer finished (announced on /v1/announcements)")
+                log.debug("timer finished: %s", text)   # its name came from the user
                 app[ANNOUNCE_KEY].append(text)
                 if listener is not None:          # the room hears it too
                     listener.announce(text)
