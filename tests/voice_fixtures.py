@@ -124,13 +124,26 @@ def real_stack(**sections):
     return _REAL[key]
 
 
+def _fixture_tts():
+    if "fixture-tts" not in _REAL:
+        from edge_runtime.config import load_config
+        from edge_runtime.models.store import ModelStore
+        from edge_runtime.tts.piper import PiperTts
+        from edge_runtime.voice.stack import model_paths
+        path = model_paths(ModelStore(load_config(env={}))).get("tts")
+        _REAL["fixture-tts"] = PiperTts(path, deterministic=True)
+    return _REAL["fixture-tts"]
+
+
 def command_wav(text: str, out_dir) -> Path:
-    """A Piper rendering of ``text`` as a 16 kHz WAV (0.3 s of silence either side)."""
+    """A Piper rendering of ``text`` as a 16 kHz WAV (0.3 s of silence either side), the
+    same samples in every run (Piper's sampling noise off), so a test sees the audio it saw
+    yesterday."""
     from edge_runtime.audio.format import resample, write_wav
-    stack = real_stack()
     path = Path(out_dir) / (text.replace(" ", "_")[:60] + ".wav")
     if not path.is_file():
-        audio = np.concatenate(list(stack.tts.synthesize(text))).astype(np.float32) / 32768.0
-        x = resample(audio, stack.tts.sample_rate, RATE)
+        tts = _fixture_tts()
+        audio = np.concatenate(list(tts.synthesize(text))).astype(np.float32) / 32768.0
+        x = resample(audio, tts.sample_rate, RATE)
         write_wav(path, np.concatenate([silence(0.3), x, silence(0.3)]), RATE)
     return path

@@ -29,7 +29,11 @@ class PiperTts:
     name = "piper"
 
     def __init__(self, model_path: str | Path | None = None, config_path: str | Path | None
-                 = None, *, threads: int = 1, length_scale: float | None = None) -> None:
+                 = None, *, threads: int = 1, length_scale: float | None = None,
+                 deterministic: bool = False) -> None:
+        """``deterministic`` turns off the voice's sampling noise (``noise_scale`` and
+        ``noise_w_scale`` 0): the same text renders to the same samples every time, flatter
+        in tone (test fixtures and benchmarks that must be reproducible)."""
         path = Path(model_path) if model_path else default_voice_path()
         cfg_path = Path(config_path) if config_path else \
             (Path(f"{path}.json") if path else None)
@@ -43,7 +47,9 @@ class PiperTts:
             session = build_session(path, threads=threads, stage="tts", what="Piper voice")
             config = PiperConfig.from_dict(json.loads(cfg_path.read_text(encoding="utf-8")))
             self._voice = PiperVoice(session=session, config=config)
-            self._syn = SynthesisConfig(length_scale=length_scale)
+            noise = 0.0 if deterministic else None
+            self._syn = SynthesisConfig(length_scale=length_scale, noise_scale=noise,
+                                        noise_w_scale=noise)
         except ImportError as exc:
             raise ModelLoadError(f"Piper needs {exc.name}", stage="tts",
                                  hint="pip install 'edge-runtime[tts]'") from None

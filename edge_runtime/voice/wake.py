@@ -117,7 +117,7 @@ class MicroWakeDetector:
         self.phrase = self._model.wake_word
         self.cutoff = self._model.probability_cutoff if cutoff is None else cutoff
         self.refractory_s = refractory_s
-        self._stride = max(1, int(self._model.stride))
+        self.stride = max(1, int(self._model.stride))
         self._steps = 0
         self._above = False
         self._last: float | None = None
@@ -127,7 +127,7 @@ class MicroWakeDetector:
         for feats in self._features.process_streaming(float_to_int16(audio).tobytes()):
             self._steps += 1
             p = self._model.process_streaming_prob(feats)
-            if self._steps % self._stride:
+            if self._steps % self.stride:
                 continue                    # the model runs on every stride-th window only
             above = p is not None and p > self.cutoff
             rising, self._above = above and not self._above, above

@@ -4,13 +4,17 @@ Streaming (``transcript-start``, ``transcript-chunk``..., then ``transcript`` an
 ``transcript-stop``) follows the protocol's rule that chunks are *appended*: they join
 into the transcript. Whisper's partial guesses can still change, so a chunk carries only
 words two partials in a row agree on, and only when they extend what was sent; the rest
-comes in a last chunk at the end. When the final transcript has the words sent (up to
-case and punctuation) it keeps the spelling of the chunks, so they join into exactly the
-transcript; when its words differ (rare), the ``transcript`` event is the authority.
+comes in a last chunk at the end. Words sent are committed: the final decode (a third
+guess, over more audio) supplies only what follows them. It is aligned to the committed words
+by word (up to case and punctuation), so a final that re-hears an early word differently
+("Turn on the" streamed, "Pern on the kitchen lights." decoded) still joins into one text
+with the chunks ("Turn on the kitchen lights."). Only a final that shares no word with the
+chunks replaces them: then the ``transcript`` event is the authority.
 """
 from __future__ import annotations
 
 import asyncio
+import difflib
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +48,20 @@ def stable_prefix(a: str, b: str) -> str:
             break
         out.append(y)
     return " ".join(out) + " " if out else ""
+
+
+def after_committed(sent: list[str], final: list[str]) -> int | None:
+    """Where, in the final decode's words, the words after the committed ones start; None
+    when the two share no word. Committed words the final re-heard differently at the end
+    are skipped one for one."""
+    m = difflib.SequenceMatcher(a=[_norm(w) for w in sent], b=[_norm(w) for w in final],
+                                autojunk=False)
+    blocks = [b for b in m.get_matching_blocks() if b.size]
+    if not blocks:
+        return None
+    last = blocks[-1]
+    unmatched_tail = len(sent) - (last.a + last.size)
+    return min(len(final), last.b + last.size + unmatched_tail)
 
 
 _VAD_POOL: ThreadPoolExecutor | None = None
@@ -149,13 +167,14 @@ class AsrListener:
             text = t.text.strip()
         if self.streaming:
             sent, words = self.sent.split(), text.split()
-            if sent and same_words(words[:len(sent)], sent):
-                # the final agrees with what was streamed: keep its spelling so that the
-                # chunks join into exactly the transcript
-                prefix, rest = self.sent, " ".join(words[len(sent):])
+            cut = after_committed(sent, words) if sent else None
+            if cut is not None:
+                # the committed words stand, in the chunks' spelling; the final adds the
+                # rest, so the chunks join into exactly the transcript
+                rest = " ".join(words[cut:])
                 if rest:
-                    await self._chunk(rest)
-                text = (prefix + rest).strip()
+                    await self._chunk(rest)      # (appends it to self.sent)
+                text = self.sent.strip()
             elif not sent and text:
                 await self._chunk(text)
             elif not self._started:

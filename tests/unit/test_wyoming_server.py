@@ -24,7 +24,7 @@ from edge_runtime.runtime import Runtime
 from edge_runtime.voice.service import VoiceService
 from edge_runtime.voice.stack import VoiceStack
 from edge_runtime.wyoming import WyomingServer
-from edge_runtime.wyoming.asr_out import stable_prefix
+from edge_runtime.wyoming.asr_out import after_committed, stable_prefix
 from tests.conftest import free_port
 from tests.pipeline_fakes import make_pipeline
 from tests.voice_fixtures import EnergyVad, FakeAsr, FakeTts, silence, tone
@@ -320,6 +320,15 @@ async def test_detect_unknown_wake_word_and_silence(server):
 def test_stable_prefix():
     assert stable_prefix("what time", "what time is") == "what time "
     assert stable_prefix("what", "why") == ""
+
+
+def test_the_final_decode_adds_only_what_follows_the_committed_words():
+    sent = "Turn on the".split()
+    assert after_committed(sent, "turn on the kitchen lights.".split()) == 3
+    assert after_committed(sent, "Pern on the kitchen lights.".split()) == 3   # re-heard
+    assert after_committed(sent, "Turn on thee kitchen lights.".split()) == 3  # last re-heard
+    assert after_committed(sent, "Turn on".split()) == 2        # a shorter final adds nothing
+    assert after_committed(sent, "What time is it?".split()) is None
 
 
 def test_config_rejects_bad_uri_and_wake_word():
