@@ -3,6 +3,9 @@
 The two parameters are fitted at start-up (two prompts of different length) and then
 follow every real request through an exponentially weighted moving average. ``service_s``
 (mean whole-answer time) and ``new_tokens`` (mean answer length) feed the queue estimate.
+A prediction is never below the fastest first token measured so far (``floor_s``): a line
+fitted with a negative intercept (the system prompt's KV reused) would otherwise promise a
+short prompt for nothing, and a 1 ms budget would be judged local.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ class TtftPredictor:
         self.new_tokens = new_tokens      # mean answer length in tokens (batched service time)
         self._lock = threading.Lock()
         self.observations = 0
+        self.floor_s = 0.0                # the fastest first token measured (0: none yet)
 
     def calibrate(self, samples: list[tuple[int, float]]) -> None:
         """Fit overhead and per-token cost from (prompt_tokens, ttft_s) pairs (>= 2 lengths)."""
@@ -32,6 +36,7 @@ class TtftPredictor:
         my = sum(s for _, s in samples) / n
         var = sum((t - mx) ** 2 for t, _ in samples)
         with self._lock:
+            self._lower_floor(min(s for _, s in samples))
             if var > 0:
                 slope = sum((t - mx) * (s - my) for t, s in samples) / var
                 self.per_token_s = max(slope, 1e-6)
@@ -45,7 +50,11 @@ class TtftPredictor:
     def prefill_s(self, prompt_tokens: int) -> float:
         """Predicted prefill (= first-token) time of one prompt on an idle model."""
         with self._lock:
-            return max(self.overhead_s + prompt_tokens * self.per_token_s, 0.0)
+            return max(self.overhead_s + prompt_tokens * self.per_token_s, self.floor_s)
+
+    def _lower_floor(self, ttft_s: float) -> None:
+        if ttft_s > 0 and (self.floor_s == 0.0 or ttft_s < self.floor_s):
+            self.floor_s = ttft_s
 
     def observe(self, prompt_tokens: int, ttft_s: float, total_s: float | None = None,
                 new_tokens: int | None = None) -> None:
@@ -54,6 +63,7 @@ class TtftPredictor:
         with self._lock:
             a = self.alpha
             self.observations += 1
+            self._lower_floor(ttft_s)
             if prompt_tokens > 0:
                 rate = max((ttft_s - self.overhead_s) / prompt_tokens, 1e-6)
                 self.per_token_s = (1 - a) * self.per_token_s + a * rate

@@ -141,7 +141,9 @@ def test_reused_prefix_gives_a_negative_intercept_but_never_a_negative_predictio
     p.calibrate([(40, 0.010), (100, 0.130)])     # the first 35 tokens were free (cached)
     assert p.overhead_s < 0
     assert p.prefill_s(60) == pytest.approx(0.050)
-    assert p.prefill_s(10) == 0.0
+    assert p.prefill_s(10) == pytest.approx(0.010)   # never below the fastest first token
+    p.observe(5, 0.004)
+    assert p.prefill_s(1) == pytest.approx(0.004)
 
 
 # -- under load --------------------------------------------------------------------------
