@@ -31,7 +31,7 @@ from ..errors import BadInputError, EdgeError, ModelMissingError, OverloadedErro
 from ..tts import SentenceChunker
 from ..types import CancelToken
 from ..voice.wake import WAKE_WORDS, MicroWakeDetector
-from .asr_out import AsrListener
+from .asr_out import AsrListener, frame_pool
 from .audio_in import AudioIn, chunk_format
 from .info import build_info
 from .tts_out import Synthesizer, sentence_chunker
@@ -252,7 +252,9 @@ class WyomingHandler(AsyncEventHandler):
                                     code="out_of_order")
             return
         x = self._audio.convert(AudioChunk.from_event(event))
-        for det in self._feed_wake(x):
+        detections = (await asyncio.get_running_loop().run_in_executor(
+            frame_pool(), self._feed_wake, x)) if self._wake else []
+        for det in detections:
             self._detected = True
             await self.write_event(Detection(name=det.name,
                                              timestamp=int(det.t_s * 1000)).event())
