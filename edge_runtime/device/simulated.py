@@ -106,6 +106,8 @@ class SimulatedDevice:
     ``phases`` lists the trace's named parts as ``(name, start s, end s)``.
     """
 
+    slows_engine = False        # the host's engine never feels the replayed throttling
+
     def __init__(self, profile: DeviceProfile, trace_lines: Iterable[str], clock: Clock, *,
                  interval_s: float = 1.0, loop: bool = False) -> None:
         self.profile = profile

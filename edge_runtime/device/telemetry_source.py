@@ -32,6 +32,8 @@ class TelemetrySource:
     ``stale_after_s`` defaults to five intervals.
     """
 
+    slows_engine = True         # the board this process runs on: its engine feels the state
+
     def __init__(self, clock: Clock = SYSTEM_CLOCK, *, interval_ms: int = 1000,
                  nominal_gpu_mhz: float | None = None, command: Sequence[str] | None = None,
                  history: int = 60, stale_after_s: float | None = None) -> None:
