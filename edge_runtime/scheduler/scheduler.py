@@ -25,12 +25,15 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import SchedulerConfig
 from .budget import resolve_budget_ms
 from .local_queue import LocalForecast, LocalQueue, LocalRates, LocalSlot
 from .predictor import TtftPredictor
+
+if TYPE_CHECKING:
+    from ..device.tegrastats import Telemetry
 
 INF = float("inf")
 
@@ -43,6 +46,8 @@ class DeviceState(Protocol):
     """
 
     slows_engine: bool
+
+    def telemetry(self) -> Telemetry | None: ...
 
     def slowdown(self) -> float: ...
 
