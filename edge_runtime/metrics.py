@@ -3,15 +3,22 @@
 The three the field asks for (DESIGN.md): ``agent_cache_hit_rate``,
 ``physical_ai_scheduling_latency_seconds`` and ``expert_activation_ratio``;
 plus per-stage latency, route and decision counters, tokens/s, cloud link
-state, cache tier state and queue depth.
+state, cache tier state and queue depth, and the device's state as its monitor
+reads it (tegrastats on a Jetson, the replayed trace of a simulated one):
+temperatures, GPU load and clock, slowdown, GPU presence and memory.
+``jetson/grafana/`` holds a dashboard over these names (a test keeps it true).
 """
 from __future__ import annotations
 
 import threading
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter as PCounter, Gauge, Histogram
 from prometheus_client import generate_latest
+
+if TYPE_CHECKING:
+    from .device.tegrastats import Telemetry
 
 STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5,
                  1.0, 2.5, 5.0, 10.0)
@@ -63,6 +70,14 @@ class Metrics:
                                  registry=r)
         self.llm_device = Gauge("edge_llm_provider_info", "The provider running the local LLM.",
                                 ["device", "provider"], registry=r)
+        self.request_seconds = Histogram(
+            "edge_request_seconds", "Whole-request latency (arrival to last answer piece) by "
+            "route, seconds.", ["route"], buckets=STAGE_BUCKETS, registry=r)
+        self.budget_seconds = Gauge("edge_scheduler_budget_seconds", "The configured latency "
+                                    "budget for the first answer token, seconds.", registry=r)
+        self.local_slots = Gauge("edge_scheduler_local_slots", "Requests committed to the "
+                                 "local model, by state.", ["state"], registry=r)
+        self._device: _DeviceGauges | None = None     # registered once there is a monitor
         for route in ROUTES:
             self.expert_ratio.labels(route)
         for result in ("hit", "miss", "skip"):
@@ -83,11 +98,13 @@ class Metrics:
             self.cache_hit_rate.set(self._cache_hits / self._cache_lookups)
 
     def observe_route(self, route: str, device: str, reason_code: str,
-                      first_token_s: float | None) -> None:
+                      first_token_s: float | None, total_s: float | None = None) -> None:
         self.route_total.labels(route, device).inc()
         self.decisions.labels(route, reason_code).inc()
         if first_token_s is not None:
             self.scheduling_latency.labels(route).observe(first_token_s)
+        if total_s is not None:
+            self.request_seconds.labels(route).observe(total_s)
         with self._lock:
             self._routes[route] += 1
             total = sum(self._routes.values())
@@ -107,5 +124,65 @@ class Metrics:
         for tier, count in errors.items():
             self.cache_tier_errors.labels(tier).set(count)
 
+    def set_local_slots(self, counts: dict[str, int]) -> None:
+        for state, n in counts.items():
+            self.local_slots.labels(state).set(n)
+
+    def set_device(self, sample: Telemetry | None, *, slowdown: float,
+                   gpu_available: bool) -> None:
+        """The device monitor's state now (``sample`` None: no fresh telemetry; the
+        sample's own gauges then keep their last values and ``telemetry_up`` says 0).
+        The ``edge_device_*`` gauges exist from the first call on: a box without a device
+        monitor exports none (rather than a GPU that reads 0, "lost")."""
+        with self._lock:
+            if self._device is None:
+                self._device = _DeviceGauges(self.registry)
+        self._device.set(sample, slowdown=slowdown, gpu_available=gpu_available)
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _DeviceGauges:
+    """``edge_device_*``: what the device monitor reads (tegrastats names and units)."""
+
+    def __init__(self, r: CollectorRegistry) -> None:
+        self.telemetry_up = Gauge("edge_device_telemetry_up", "1 while the device monitor has "
+                                  "a fresh sample.", registry=r)
+        self.temperature = Gauge("edge_device_temperature_celsius", "Device temperatures by "
+                                 "sensor (tegrastats names: tj, cpu, gpu, soc0 ...).",
+                                 ["sensor"], registry=r)
+        self.gpu_load = Gauge("edge_device_gpu_load_ratio", "GPU (GR3D) load, 0-1.", registry=r)
+        self.gpu_freq = Gauge("edge_device_gpu_frequency_hertz", "GPU clock, hertz.", registry=r)
+        self.gpu_available = Gauge("edge_device_gpu_available", "1 while the GPU is there, "
+                                   "0 when it is lost.", registry=r)
+        self.slowdown = Gauge("edge_device_slowdown_ratio", "Factor (>= 1) by which the GPU "
+                              "is slower than at its nominal clock (thermal throttling).",
+                              registry=r)
+        self.memory_used = Gauge("edge_device_memory_used_bytes", "Device RAM in use (unified "
+                                 "CPU/GPU memory on a Jetson), bytes.", registry=r)
+        self.memory_total = Gauge("edge_device_memory_total_bytes", "Device RAM, bytes.",
+                                  registry=r)
+        self._sensors: set[str] = set()
+
+    def set(self, sample: Telemetry | None, *, slowdown: float, gpu_available: bool) -> None:
+        self.gpu_available.set(1.0 if gpu_available else 0.0)
+        self.slowdown.set(max(1.0, slowdown))
+        self.telemetry_up.set(0.0 if sample is None else 1.0)
+        if sample is None:
+            return
+        for sensor in self._sensors - set(sample.temps_c):     # gone (e.g. gpu@ with the GPU)
+            self.temperature.remove(sensor)
+        for sensor, celsius in sample.temps_c.items():
+            self.temperature.labels(sensor).set(celsius)
+        self._sensors = set(sample.temps_c)
+        if sample.gpu_present is False:
+            self.gpu_load.set(0.0)
+        elif sample.gpu_util_pct is not None:
+            self.gpu_load.set(sample.gpu_util_pct / 100.0)
+        if sample.gpu_present and sample.gpu_freq_mhz is not None:
+            self.gpu_freq.set(sample.gpu_freq_mhz * 1e6)
+        if sample.ram_used_mb is not None:
+            self.memory_used.set(sample.ram_used_mb * 2**20)
+        if sample.ram_total_mb is not None:
+            self.memory_total.set(sample.ram_total_mb * 2**20)

@@ -212,7 +212,7 @@ class Pipeline:
         self.metrics.observe_stage("total", timings.total)
         if timings.first_token is not None:
             self.metrics.observe_stage("first_token", timings.first_token)
-        self.metrics.observe_route(route, device, code, timings.first_token)
+        self.metrics.observe_route(route, device, code, timings.first_token, timings.total)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("answered %r via %s (%s)", text, route, reason)
         else:

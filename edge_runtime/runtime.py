@@ -97,6 +97,7 @@ class Runtime:
     def build(cls, cfg: Config, clock: Clock = SYSTEM_CLOCK) -> Runtime:
         stages = build_stages(cfg, clock)
         metrics = Metrics()
+        metrics.budget_seconds.set(cfg.scheduler.budget_ms / 1000.0)
         if stages.llm is not None:
             for provider in stages.llm.providers[:1]:
                 metrics.llm_device.labels(stages.llm.device, provider).set(1)
@@ -154,6 +155,12 @@ class Runtime:
             self.metrics.set_cloud_state(self.stages.cloud.state)
         cache = self.stages.cache
         self.metrics.set_cache_tiers(cache.tier_states(), cache.error_counts())
+        scheduler = self.stages.scheduler
+        self.metrics.set_local_slots(scheduler.local.counts())
+        device = scheduler.device
+        if device is not None:            # a Jetson's tegrastats, or the simulated trace
+            self.metrics.set_device(device.telemetry(), slowdown=device.slowdown(),
+                                    gpu_available=device.gpu_available())
 
     def health(self) -> dict:
         llm = self.stages.llm

@@ -12,13 +12,16 @@ from .base import DeviceMonitor
 from .errors import TegrastatsParseError, TraceError, UnknownProfileError
 from .factory import device_monitor_for
 from .profiles import DeviceProfile, LatencyModel, get_profile, profile_names
-from .simulated import SimulatedDevice, load_trace_lines, parse_trace, simulated_device_for
+from .simulated import (SimulatedDevice, load_trace_lines, parse_trace, simulated_device_for,
+                        trace_phases)
+from .sysfs import GpuReading, SysfsGpu
 from .tegrastats import Telemetry, gpu_slowdown, parse_tegrastats
 from .telemetry_source import TelemetrySource
 
 __all__ = [
-    "DeviceMonitor", "DeviceProfile", "LatencyModel", "SimulatedDevice", "Telemetry",
+    "DeviceMonitor", "DeviceProfile", "GpuReading", "LatencyModel", "SimulatedDevice",
+    "SysfsGpu", "Telemetry",
     "TelemetrySource", "TegrastatsParseError", "TraceError", "UnknownProfileError",
     "get_profile", "gpu_slowdown", "load_trace_lines", "parse_tegrastats", "parse_trace",
-    "device_monitor_for", "profile_names", "simulated_device_for",
+    "device_monitor_for", "profile_names", "simulated_device_for", "trace_phases",
 ]

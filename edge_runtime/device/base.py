@@ -12,6 +12,10 @@ from .tegrastats import Telemetry
 
 
 class DeviceMonitor(Protocol):
+    # True when the engine of this process runs at the state reported (a live board);
+    # False for a replayed trace (the scheduler then leaves measured times as they are)
+    slows_engine: bool
+
     def telemetry(self) -> Telemetry | None:
         """The current sample, or None when there is none (or it is stale)."""
 

@@ -7,6 +7,7 @@ from ..clock import Clock
 from .base import DeviceMonitor
 from .profiles import DeviceProfile
 from .simulated import simulated_device_for
+from .sysfs import SysfsGpu
 from .telemetry_source import TelemetrySource
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,8 @@ def device_monitor_for(profile: DeviceProfile, clock: Clock) -> DeviceMonitor | 
     if sim is not None:
         return sim
     if profile.has_gpu and TelemetrySource.available():
-        source = TelemetrySource(clock, nominal_gpu_mhz=profile.gpu_nominal_mhz)
+        source = TelemetrySource(clock, nominal_gpu_mhz=profile.gpu_nominal_mhz,
+                                 sysfs=SysfsGpu.find())
         if source.start():
             return source
     if profile.has_gpu:

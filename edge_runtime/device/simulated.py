@@ -5,12 +5,18 @@ Time zero is the clock's ``monotonic()`` when the device is created; sample
 come from the lines' own timestamps when every line has one, else from
 ``interval_s``. After the last sample the device stays in that state (or,
 with ``loop=True``, starts the trace again).
+
+A trace may name its parts: a comment line ``# phase NAME`` applies to the samples
+after it, up to the next one (the committed trace marks ``idle``, ``nominal``,
+``throttled``, ``recovered`` and ``gpu-lost``); :attr:`SimulatedDevice.phases` lists
+them with their times, :meth:`SimulatedDevice.phase` says which is in force.
 """
 from __future__ import annotations
 
 import bisect
 import itertools
 import logging
+import re
 from importlib import resources
 from collections.abc import Iterable
 
@@ -23,6 +29,7 @@ from .tegrastats import Telemetry, gpu_slowdown, parse_tegrastats
 log = logging.getLogger(__name__)
 
 TRACE_PACKAGE = "edge_runtime.device.traces"
+_PHASE = re.compile(r"^#\s*phase\s+(\S+)\s*$")
 
 
 def load_trace_lines(name: str) -> list[str]:
@@ -42,18 +49,42 @@ def parse_trace(lines: Iterable[str], interval_s: float = 1.0) -> list[tuple[flo
     Blank lines and lines starting with ``#`` are skipped; any other line that
     is not tegrastats output raises TraceError naming its line number.
     """
+    return _parse(lines, interval_s)[0]
+
+
+def trace_phases(lines: Iterable[str], interval_s: float = 1.0
+                 ) -> list[tuple[str, float, float]]:
+    """The named parts of a trace as ``(name, start s, end s)``, in order (``# phase NAME``
+    lines; samples before the first one belong to no phase and are not listed)."""
+    trace, names = _parse(lines, interval_s)
+    end = trace[-1][0] + interval_s
+    out: list[tuple[str, float, float]] = []
+    for (t, _), name in zip(trace, names, strict=True):
+        if name is not None and (not out or out[-1][0] != name):
+            out.append((name, t, end))
+    return [(name, start, out[i + 1][1] if i + 1 < len(out) else end)
+            for i, (name, start, _) in enumerate(out)]
+
+
+def _parse(lines: Iterable[str], interval_s: float
+           ) -> tuple[list[tuple[float, Telemetry]], list[str | None]]:
     if interval_s <= 0:
         raise TraceError("trace interval_s must be positive")
     samples: list[Telemetry] = []
+    names: list[str | None] = []
+    phase: str | None = None
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
+            m = _PHASE.match(line)
+            phase = m.group(1) if m else phase
             continue
         try:
             samples.append(parse_tegrastats(line))
         except TegrastatsParseError as exc:
             raise TraceError(
                 f"trace line {number} is not tegrastats output: {exc.message}") from None
+        names.append(phase)
     if not samples:
         raise TraceError("telemetry trace has no samples", hint="give at least one tegrastats line")
     stamps = [s.timestamp for s in samples if s.timestamp is not None]
@@ -63,7 +94,7 @@ def parse_trace(lines: Iterable[str], interval_s: float = 1.0) -> list[tuple[flo
             raise TraceError("trace timestamps go backwards", hint="sort the trace by time")
     else:
         offsets = [i * interval_s for i in range(len(samples))]
-    return list(zip(offsets, samples, strict=True))
+    return list(zip(offsets, samples, strict=True)), names
 
 
 class SimulatedDevice:
@@ -72,14 +103,19 @@ class SimulatedDevice:
     ``slowdown()`` is nominal GPU clock / clock of the newest busy sample (>= 1);
     ``gpu_available()`` is False while the trace reports the GPU ``off``.
     Both read the injected clock, so tests walk through phases with FakeClock.
+    ``phases`` lists the trace's named parts as ``(name, start s, end s)``.
     """
+
+    slows_engine = False        # the host's engine never feels the replayed throttling
 
     def __init__(self, profile: DeviceProfile, trace_lines: Iterable[str], clock: Clock, *,
                  interval_s: float = 1.0, loop: bool = False) -> None:
         self.profile = profile
         self._clock = clock
         self._loop = loop
-        trace = parse_trace(trace_lines, interval_s)
+        lines = list(trace_lines)
+        trace, self._phase_names = _parse(lines, interval_s)
+        self.phases = trace_phases(lines, interval_s)
         self._offsets = [t for t, _ in trace]
         self._samples = [s for _, s in trace]
         self._duration_s = self._offsets[-1] + interval_s
@@ -123,6 +159,11 @@ class SimulatedDevice:
         if self._loop and t >= self._duration_s:
             t %= self._duration_s
         return max(0, bisect.bisect_right(self._offsets, t) - 1)
+
+    def phase(self, t: float | None = None) -> str | None:
+        """The name of the trace part in force at ``t`` (default: now), e.g. ``throttled``;
+        None when the trace names no part there."""
+        return self._phase_names[self._index(t)]
 
     def telemetry_at(self, t: float) -> Telemetry:
         """The sample in force ``t`` seconds after start (t < 0: the first sample)."""

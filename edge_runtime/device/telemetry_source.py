@@ -1,13 +1,19 @@
-"""Live telemetry on a real Jetson: tail a ``tegrastats`` process.
+"""Live telemetry on a real Jetson: tail a ``tegrastats`` process, with the GPU's sysfs.
 
 Started only when the ``tegrastats`` binary exists (``TelemetrySource.available()``);
 elsewhere the runtime does not use it. A reader thread parses each line and
 keeps the newest sample plus a short, bounded history (for the slowdown
 estimate). A sample older than ``stale_after_s`` counts as no telemetry.
+
+With the GPU's devfreq node (:class:`~.sysfs.SysfsGpu`), each line is completed from
+sysfs: a line without ``GR3D_FREQ`` (tegrastats without root) takes the GPU clock and load
+from there, and a node that can no longer be read marks the sample's GPU lost, the same
+signals the simulated trace gives.
 """
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import shutil
 import subprocess
@@ -17,6 +23,7 @@ from collections.abc import Sequence
 from ..clock import SYSTEM_CLOCK, Clock
 from .base import describe_state
 from .errors import TegrastatsParseError
+from .sysfs import SysfsGpu
 from .tegrastats import Telemetry, gpu_slowdown, parse_tegrastats
 
 log = logging.getLogger(__name__)
@@ -29,12 +36,16 @@ class TelemetrySource:
 
     ``command`` replaces the tegrastats command line (tests feed recorded lines
     through a subprocess). ``history`` bounds the samples kept (default 60).
-    ``stale_after_s`` defaults to five intervals.
+    ``stale_after_s`` defaults to five intervals. ``sysfs``: the GPU's devfreq node
+    (``SysfsGpu.find()``), read once per line; None: tegrastats alone.
     """
+
+    slows_engine = True         # the board this process runs on: its engine feels the state
 
     def __init__(self, clock: Clock = SYSTEM_CLOCK, *, interval_ms: int = 1000,
                  nominal_gpu_mhz: float | None = None, command: Sequence[str] | None = None,
-                 history: int = 60, stale_after_s: float | None = None) -> None:
+                 history: int = 60, stale_after_s: float | None = None,
+                 sysfs: SysfsGpu | None = None) -> None:
         if interval_ms <= 0 or history <= 0:
             raise ValueError("interval_ms and history must be positive")
         self._clock = clock
@@ -48,6 +59,7 @@ class TelemetrySource:
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
         self._bad_lines = 0
+        self._sysfs = sysfs
         self.lines_read = 0
 
     @staticmethod
@@ -101,23 +113,42 @@ class TelemetrySource:
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         for line in proc.stdout:
-            if not line.strip():
-                continue
-            try:
-                sample = parse_tegrastats(line)
-            except TegrastatsParseError as exc:
-                self._bad_lines += 1
-                if self._bad_lines in (1, 10, 100) or self._bad_lines % 1000 == 0:
-                    log.warning("skipping unreadable tegrastats output (%d so far): %s",
-                                self._bad_lines, exc.message)
-                continue
-            with self._lock:
-                self._history.append(sample)
-                self._received_at = self._clock.monotonic()
-                self.lines_read += 1
+            self.feed(line)
         rc = proc.wait()
         if self._proc is proc:          # not a stop() we asked for
             log.warning("tegrastats exited with code %s; device telemetry is stale from now", rc)
+
+    def feed(self, line: str) -> bool:
+        """Take one line of tegrastats output (the reader thread calls it per line); True
+        when it was a sample. Unreadable output is counted and logged now and then."""
+        if not line.strip():
+            return False
+        try:
+            sample = parse_tegrastats(line)
+        except TegrastatsParseError as exc:
+            self._bad_lines += 1
+            if self._bad_lines in (1, 10, 100) or self._bad_lines % 1000 == 0:
+                log.warning("skipping unreadable tegrastats output (%d so far): %s",
+                            self._bad_lines, exc.message)
+            return False
+        if self._sysfs is not None:
+            sample = self._with_sysfs(sample)
+        with self._lock:
+            self._history.append(sample)
+            self._received_at = self._clock.monotonic()
+            self.lines_read += 1
+        return True
+
+    def _with_sysfs(self, sample: Telemetry) -> Telemetry:
+        assert self._sysfs is not None
+        gpu = self._sysfs.read()
+        if not gpu.present:
+            return dataclasses.replace(sample, gpu_present=False, gpu_util_pct=None,
+                                       gpu_freq_mhz=None)
+        if sample.gpu_present is None:        # no GR3D field: tegrastats without root
+            return dataclasses.replace(sample, gpu_present=True, gpu_util_pct=gpu.util_pct,
+                                       gpu_freq_mhz=gpu.freq_mhz)
+        return sample
 
     def telemetry(self) -> Telemetry | None:
         """The newest sample, or None when there is none or it is older than ``stale_after_s``."""
@@ -137,7 +168,8 @@ class TelemetrySource:
         return gpu_slowdown(reversed(recent), self._nominal)
 
     def gpu_available(self) -> bool:
-        """False only when tegrastats reports the GPU ``off``; no telemetry means unknown (True).
+        """False when the newest sample has the GPU lost (tegrastats ``off``, or its sysfs
+        node gone); no telemetry means unknown (True).
 
         On a real board the authoritative signal is the execution provider:
         assert ``session.get_providers()`` and fall back when CUDA/TensorRT fail.

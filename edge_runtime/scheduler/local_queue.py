@@ -60,11 +60,12 @@ class LocalSlot:
     """One request's place in the local queue; callbacks are thread-safe and idempotent."""
 
     def __init__(self, queue: LocalQueue, prompt_tokens: int, forced: bool,
-                 ahead: int) -> None:
+                 ahead: int, observed_at: float = 1.0) -> None:
         self._queue = queue
         self.prompt_tokens = prompt_tokens
         self.ahead = ahead               # slots committed before it at reservation
         self.forced = forced             # taken past the bound (a failed cloud's fallback)
+        self.observed_at = observed_at   # device slowdown its measured times carry (>= 1)
         self.state = RESERVED
 
     def started(self) -> None:
@@ -76,7 +77,7 @@ class LocalSlot:
     def finished(self, stats: dict | None = None) -> None:
         """Done; ``stats`` (the engine's last_stats) feed the prefill and service models."""
         if self._queue._move(self, DONE) and stats:
-            self._queue.observe(stats, alone=self.ahead == 0)
+            self._queue.observe(stats, alone=self.ahead == 0, slowdown=self.observed_at)
 
     release = finished
 
@@ -109,22 +110,26 @@ class LocalQueue:
         with self._lock:
             return self._forecast(prompt_tokens)
 
-    def reserve(self, prompt_tokens: int, *, forced: bool = False) -> LocalSlot:
+    def reserve(self, prompt_tokens: int, *, forced: bool = False,
+                observed_at: float = 1.0) -> LocalSlot:
         with self._lock:
-            slot = LocalSlot(self, prompt_tokens, forced, len(self._slots))
+            slot = LocalSlot(self, prompt_tokens, forced, len(self._slots), observed_at)
             self._slots.append(slot)
         return slot
 
     def reserve_if(self, prompt_tokens: int, max_ttft_s: float, slowdown: float = 1.0,
-                   max_step_s: float = float("inf")) -> tuple[LocalSlot | None, LocalForecast]:
+                   max_step_s: float = float("inf"), *, step_slowdown: float | None = None,
+                   observed_at: float = 1.0) -> tuple[LocalSlot | None, LocalForecast]:
         """Forecast and reserve in one step (no other decision can come between): a slot
         when the forecast times ``slowdown`` is within ``max_ttft_s`` and the decode step
-        at the batch it joins within ``max_step_s``, else None."""
+        at the batch it joins, times ``step_slowdown`` (default ``slowdown``), within
+        ``max_step_s``, else None. ``observed_at``: see :meth:`observe`."""
+        step_slow = slowdown if step_slowdown is None else step_slowdown
         with self._lock:
             fc = self._forecast(prompt_tokens)
-            if fc.ttft_s * slowdown > max_ttft_s or fc.step_s * slowdown > max_step_s:
+            if fc.ttft_s * slowdown > max_ttft_s or fc.step_s * step_slow > max_step_s:
                 return None, fc
-            slot = LocalSlot(self, prompt_tokens, False, fc.ahead)
+            slot = LocalSlot(self, prompt_tokens, False, fc.ahead, observed_at)
             self._slots.append(slot)
             return slot, fc
 
@@ -167,13 +172,18 @@ class LocalQueue:
                 self._slots.remove(slot)
             return state == DONE
 
-    def observe(self, stats: dict, *, alone: bool = True) -> None:
+    def observe(self, stats: dict, *, alone: bool = True, slowdown: float = 1.0) -> None:
         """Fold a finished request into the models. Its first-token time measures the prefill
         rate only when nothing was ahead of it (otherwise it includes others' prefills,
-        which the forecast already counts)."""
+        which the forecast already counts). ``slowdown`` (>= 1): the device factor the
+        request ran under (throttled, CPU only); its times are divided by it, so the
+        models stay at nominal clocks and the scheduler's device factor prices it once."""
         ttft = stats.get("ttft_s")
         if ttft is None:
             return
+        k = max(float(slowdown), 1.0)
+        total = stats.get("total_s")
         tokens = int(stats.get("prompt_tokens") or 0) if alone else 0
-        self.predictor.observe(tokens, float(ttft), stats.get("total_s"),
+        self.predictor.observe(tokens, float(ttft) / k,
+                               None if total is None else float(total) / k,
                                stats.get("new_tokens"))

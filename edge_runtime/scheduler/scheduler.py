@@ -25,18 +25,29 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import SchedulerConfig
 from .budget import resolve_budget_ms
 from .local_queue import LocalForecast, LocalQueue, LocalRates, LocalSlot
 from .predictor import TtftPredictor
 
+if TYPE_CHECKING:
+    from ..device.tegrastats import Telemetry
+
 INF = float("inf")
 
 
 class DeviceState(Protocol):
-    """What the scheduler reads of the device (edge_runtime.device monitors provide it)."""
+    """What the scheduler reads of the device (edge_runtime.device monitors provide it).
+
+    ``slows_engine``: True when this process's engine really runs at the state reported (a
+    live board); False for a replayed trace, whose throttling the host's engine never feels.
+    """
+
+    slows_engine: bool
+
+    def telemetry(self) -> Telemetry | None: ...
 
     def slowdown(self) -> float: ...
 
@@ -47,6 +58,18 @@ class DeviceState(Protocol):
 
 class CpuGpuRatio(Protocol):
     def ttft_s(self, prompt_tokens: int, *, gpu: bool = True, slowdown: float = 1.0) -> float: ...
+
+    def decode_tok_s(self, *, gpu: bool = True, slowdown: float = 1.0) -> float: ...
+
+
+@dataclass(frozen=True)
+class DeviceFactor:
+    """How much slower than its calibration the local model is now: ``ttft`` for the first
+    token (prefill), ``step`` for a decode step, and the words for the decision's reason."""
+
+    ttft: float = 1.0
+    step: float = 1.0
+    words: str = ""
 
 
 class CloudView(Protocol):
@@ -123,10 +146,13 @@ class Scheduler:
             return Plan(Decision("local", f"routing off: local model ({fc.describe()})",
                                  "routing_off", fc.ttft_s, budget),
                         self.local.reserve(prompt_tokens, forced=True))
-        slow, throttled = self._device_factor(prompt_tokens)
+        dev = self._device_factor(prompt_tokens)
+        slow, throttled = dev.ttft, dev.words
         min_tps = self.cfg.min_decode_tok_s
         slot, fc = self.local.reserve_if(prompt_tokens, budget, slow,
-                                         1.0 / min_tps if min_tps > 0 else INF)
+                                         1.0 / min_tps if min_tps > 0 else INF,
+                                         step_slowdown=dev.step,
+                                         observed_at=self._observed_at(dev))
         local_s = fc.ttft_s * slow
         p_ms, b_ms = local_s * 1e3, budget * 1e3
         if slot is not None:
@@ -134,7 +160,7 @@ class Scheduler:
                                  f"{b_ms:.0f} ms budget", "within_budget", local_s, budget), slot)
         if local_s <= budget:        # in time, but one more would slow every answer too much
             over = (f"predicted local ttft {p_ms:.0f} ms{throttled}, but decoding would slow "
-                    f"to {1.0 / (fc.step_s * slow):.0f} tok/s < {min_tps:g}")
+                    f"to {1.0 / (fc.step_s * dev.step):.0f} tok/s < {min_tps:g}")
         else:
             over = f"predicted local ttft {p_ms:.0f} ms{throttled} > {b_ms:.0f} ms budget"
         if fc.ahead:
@@ -158,7 +184,7 @@ class Scheduler:
                     "cloud_unavailable" if not cloud_up else "cloud_too_late")
             return Plan(Decision("local", f"{over}; {why}, answering locally on "
                                  f"{local_device}", code, local_s, budget, cloud_s),
-                        self.local.reserve(prompt_tokens))
+                        self.local.reserve(prompt_tokens, observed_at=self._observed_at(dev)))
         waits = [fc.wait_s * slow - bound] + ([cloud_s - budget - bound] if cloud_up and
                                               math.isfinite(cloud_s) else [])
         retry = max(self.cfg.retry_after_s, math.ceil(max(0.0, min(waits))))
@@ -191,12 +217,12 @@ class Scheduler:
 
     def try_reserve_local(self, prompt_tokens: int, budget_s: float) -> LocalSlot | None:
         """A local slot for a hedge, only while the local queue's wait is within bound."""
-        slow, _ = self._device_factor(prompt_tokens)
+        dev = self._device_factor(prompt_tokens)
         bound = self.queue_bound_s()
         fc = self.local.forecast(prompt_tokens)
-        if fc.wait_s * slow > bound:
+        if fc.wait_s * dev.ttft > bound:
             return None
-        return self.local.reserve(prompt_tokens)
+        return self.local.reserve(prompt_tokens, observed_at=self._observed_at(dev))
 
     # -- hedging -------------------------------------------------------------------------
     def hedge_after_s(self, decision: Decision, elapsed_s: float) -> float:
@@ -214,18 +240,34 @@ class Scheduler:
             self.cloud_ttft_s += self.cfg.ewma_alpha * (ttft_s - self.cloud_ttft_s)
 
     # -- device ------------------------------------------------------------------------
-    def _device_factor(self, prompt_tokens: int) -> tuple[float, str]:
-        """How much slower than calibrated the device is now, and the words for it."""
+    def _device_factor(self, prompt_tokens: int) -> DeviceFactor:
+        """How much slower than calibrated the device is now, and the words for it.
+
+        GPU lost: the local model runs on the CPU, priced at the profile's CPU rates (first
+        token: the ratio of its CPU to GPU time to first token for this prompt; a decode
+        step: the ratio of its GPU to CPU decode speed). Throttled: the GPU clock's slowdown
+        stretches both."""
         if self.device is None:
-            return 1.0, ""
+            return DeviceFactor()
         if not self.device.gpu_available():
-            factor = 1.0
+            ttft = step = 1.0
             if self.latency is not None:
                 n = max(prompt_tokens, 1)
-                factor = self.latency.ttft_s(n, gpu=False) / self.latency.ttft_s(n, gpu=True)
-            return max(factor, 1.0), f" (x{max(factor, 1.0):.2f}: gpu provider unavailable, " \
-                                     f"cpu only)"
+                lat = self.latency
+                ttft = lat.ttft_s(n, gpu=False) / lat.ttft_s(n, gpu=True)
+                step = lat.decode_tok_s(gpu=True) / lat.decode_tok_s(gpu=False)
+            ttft, step = max(ttft, 1.0), max(step, 1.0)
+            return DeviceFactor(ttft, step, f" (x{ttft:.2f}: gpu provider unavailable, "
+                                            f"cpu only)")
         slow = max(self.device.slowdown(), 1.0)
         if slow <= 1.0:
-            return 1.0, ""
-        return slow, f" (x{slow:.2f} thermal slowdown: {self.device.describe()})"
+            return DeviceFactor()
+        return DeviceFactor(slow, slow, f" (x{slow:.2f} thermal slowdown: "
+                                        f"{self.device.describe()})")
+
+    def _observed_at(self, dev: DeviceFactor) -> float:
+        """The factor a local answer's measured times are divided by before they feed the
+        calibrated (nominal) model: the device's when it really slows the engine (a live
+        board: a CPU-only or throttled answer is not the nominal rate and must not be
+        priced twice), else 1 (a replayed trace: the host's engine runs at its own pace)."""
+        return dev.ttft if self.device is not None and self.device.slows_engine else 1.0

@@ -1,4 +1,5 @@
-"""SimulatedDevice: a tegrastats trace replayed on FakeClock (normal -> throttled -> GPU lost)."""
+"""SimulatedDevice: a tegrastats trace replayed on FakeClock (nominal -> throttled ->
+recovered -> GPU lost)."""
 from __future__ import annotations
 
 import subprocess
@@ -9,7 +10,7 @@ import pytest
 
 from edge_runtime.clock import FakeClock
 from edge_runtime.device import (DeviceProfile, SimulatedDevice, TraceError, get_profile,
-                                 load_trace_lines, parse_trace)
+                                 load_trace_lines, parse_trace, trace_phases)
 
 SIM = get_profile("sim-orin-nano")
 
@@ -19,25 +20,32 @@ def _line(util: int | None, mhz: int, tj: float, stamp: str = "") -> str:
     return f"{stamp} RAM 4000/7620MB CPU [20%@1510,off] {gr3d} tj@{tj}C".strip()
 
 
-def test_committed_trace_walks_normal_then_throttled_then_gpu_lost() -> None:
+def test_committed_trace_walks_nominal_throttled_recovered_then_gpu_lost() -> None:
     clock = FakeClock()
     dev = SimulatedDevice.from_profile(SIM, clock)
     assert dev.duration_s == 180.0
 
-    clock.advance(30)                                  # warm-up: busy at nominal clock
+    clock.advance(30)                                  # nominal: busy at the nominal clock
+    assert dev.phase() == "nominal"
     assert dev.gpu_available() and dev.slowdown() == 1.0
     normal_ttft = dev.predict_ttft_s(60)
     normal_tj = dev.telemetry().temps_c["tj"]
 
-    clock.advance(110)                                 # t = 140 s: deep in the throttling phase
-    assert dev.gpu_available()
+    clock.advance(50)                                  # t = 80 s: deep in the throttled part
+    assert dev.phase() == "throttled" and dev.gpu_available()
     assert dev.slowdown() > 1.5
     assert dev.telemetry().gpu_freq_mhz < SIM.gpu_nominal_mhz
     assert dev.telemetry().temps_c["tj"] > normal_tj + 15
     assert dev.predict_ttft_s(60) > normal_ttft * 1.5
     assert "MHz" in dev.describe() and "tj" in dev.describe()
 
-    clock.advance(20)                                  # t = 160 s: GPU lost
+    clock.advance(40)                                  # t = 120 s: cooled, the cap released
+    assert dev.phase() == "recovered"
+    assert dev.gpu_available() and dev.slowdown() == 1.0
+    assert dev.predict_ttft_s(60) == pytest.approx(normal_ttft)
+
+    clock.advance(40)                                  # t = 160 s: GPU lost
+    assert dev.phase() == "gpu-lost"
     assert not dev.gpu_available()
     assert dev.slowdown() == 1.0                       # nothing to throttle; CPU model applies
     assert dev.telemetry().gpu_present is False
@@ -48,11 +56,32 @@ def test_committed_trace_walks_normal_then_throttled_then_gpu_lost() -> None:
     assert not dev.gpu_available()
 
 
-def test_slowdown_never_decreases_through_the_throttling_phase() -> None:
+def test_the_committed_trace_marks_its_parts_and_each_part_is_what_it_says() -> None:
     dev = SimulatedDevice.from_profile(SIM, FakeClock())
-    values = [dev.slowdown(t) for t in range(60, 150)]
-    assert values == sorted(values)
-    assert values[0] == 1.0 and values[-1] == pytest.approx(624 / 306)
+    assert [name for name, _, _ in dev.phases] == \
+        ["idle", "nominal", "throttled", "recovered", "gpu-lost"]
+    parts = {name: (start, end) for name, start, end in dev.phases}
+    assert parts["throttled"] == (60.0, 100.0) and parts["gpu-lost"] == (150.0, 180.0)
+
+    def seconds(name):
+        start, end = parts[name]
+        return [float(t) for t in range(int(start), int(end))]
+    for name in ("idle", "nominal", "recovered"):
+        assert all(dev.gpu_available(t) and dev.slowdown(t) == 1.0 for t in seconds(name)), name
+    # throttled: every second of it is capped below nominal, down to 306 MHz at the peak
+    throttled = [dev.slowdown(t) for t in seconds("throttled")]
+    assert min(throttled) == pytest.approx(624 / 408) and max(throttled) == pytest.approx(624 / 306)
+    assert all(dev.gpu_available(t) for t in seconds("throttled"))
+    assert not any(dev.gpu_available(t) for t in seconds("gpu-lost"))
+
+
+def test_phase_lines_name_the_samples_after_them() -> None:
+    lines = [_line(90, 624, 50.0), "# phase hot", _line(90, 408, 80.0), _line(90, 306, 90.0),
+             "# a plain comment", "# phase gone", _line(None, 0, 70.0)]
+    assert trace_phases(lines) == [("hot", 1.0, 3.0), ("gone", 3.0, 4.0)]
+    dev = SimulatedDevice(SIM, lines, FakeClock())
+    assert [dev.phase(t) for t in (0, 1, 2, 3)] == [None, "hot", "hot", "gone"]
+    assert trace_phases([_line(90, 624, 50.0)]) == []
 
 
 def test_committed_trace_is_marked_synthetic_and_fully_parseable() -> None:

@@ -124,3 +124,64 @@ def test_gpu_slowdown_uses_newest_busy_sample() -> None:
     assert gpu_slowdown([_gpu(None, None, False), _gpu(95, 306)], 624.0) == 1.0
     assert gpu_slowdown([_gpu(95, 306)], None) == 1.0                      # no GPU in profile
     assert gpu_slowdown([], 624.0) == 1.0
+
+
+# A throttling episode on an Orin Nano 8 GB (JetPack 6, 15 W mode, nominal GPU 624 MHz), one
+# line a second: busy at nominal; the thermal cap steps the busy GPU down while tj passes
+# 90 C and the CPU cluster drops to 1344 MHz; a moment of GPU idle inside it (the governor's
+# 306 MHz says nothing); the cap released.
+THROTTLING = [
+    "11-30-2026 14:12:05 RAM 4890/7620MB (lfb 12x4MB) SWAP 0/3810MB (cached 0MB) "
+    "CPU [41%@1510,38%@1510,35%@1510,40%@1510,37%@1510,39%@1510] EMC_FREQ 55%@2133 "
+    "GR3D_FREQ 97%@[624] NVENC off NVDEC off NVJPG off NVJPG1 off VIC off OFA off APE 200 "
+    "cpu@83.2C soc2@82.0C soc0@82.3C gpu@83.7C tj@84.3C soc1@82.2C "
+    "VDD_IN 9860mW/9410mW VDD_CPU_GPU_CV 5020mW/4700mW VDD_SOC 1960mW/1940mW",
+    "11-30-2026 14:12:06 RAM 4902/7620MB (lfb 10x4MB) SWAP 0/3810MB (cached 0MB) "
+    "CPU [44%@1510,40%@1510,39%@1510,42%@1510,36%@1510,41%@1510] EMC_FREQ 58%@2133 "
+    "GR3D_FREQ 99%@[510] NVENC off NVDEC off NVJPG off NVJPG1 off VIC off OFA off APE 200 "
+    "cpu@86.9C soc2@85.6C soc0@85.9C gpu@87.5C tj@88.1C soc1@85.8C "
+    "VDD_IN 8930mW/9400mW VDD_CPU_GPU_CV 4180mW/4690mW VDD_SOC 1950mW/1940mW",
+    "11-30-2026 14:12:07 RAM 4911/7620MB (lfb 9x4MB) SWAP 0/3810MB (cached 0MB) "
+    "CPU [48%@1344,45%@1344,41%@1344,47%@1344,43%@1344,44%@1344] EMC_FREQ 61%@2133 "
+    "GR3D_FREQ 99%@[408] NVENC off NVDEC off NVJPG off NVJPG1 off VIC off OFA off APE 200 "
+    "cpu@92.0C soc2@90.7C soc0@91.1C gpu@92.6C tj@93.2C soc1@90.9C "
+    "VDD_IN 8120mW/9380mW VDD_CPU_GPU_CV 3460mW/4670mW VDD_SOC 1930mW/1940mW",
+    "11-30-2026 14:12:08 RAM 4880/7620MB (lfb 9x4MB) SWAP 0/3810MB (cached 0MB) "
+    "CPU [9%@1344,6%@1344,4%@1344,7%@1344,5%@1344,3%@1344] EMC_FREQ 4%@2133 "
+    "GR3D_FREQ 3%@[306] NVENC off NVDEC off NVJPG off NVJPG1 off VIC off OFA off APE 200 "
+    "cpu@91.1C soc2@89.8C soc0@90.2C gpu@91.6C tj@92.3C soc1@90.0C "
+    "VDD_IN 5310mW/9290mW VDD_CPU_GPU_CV 940mW/4590mW VDD_SOC 1400mW/1930mW",
+    "11-30-2026 14:12:09 RAM 4906/7620MB (lfb 9x4MB) SWAP 0/3810MB (cached 0MB) "
+    "CPU [47%@1344,44%@1344,40%@1344,45%@1344,42%@1344,46%@1344] EMC_FREQ 60%@2133 "
+    "GR3D_FREQ 98%@[306] NVENC off NVDEC off NVJPG off NVJPG1 off VIC off OFA off APE 200 "
+    "cpu@94.6C soc2@93.3C soc0@93.7C gpu@95.1C tj@95.8C soc1@93.5C "
+    "VDD_IN 7510mW/9200mW VDD_CPU_GPU_CV 2890mW/4500mW VDD_SOC 1920mW/1930mW",
+    "11-30-2026 14:13:40 RAM 4895/7620MB (lfb 11x4MB) SWAP 0/3810MB (cached 0MB) "
+    "CPU [40%@1510,37%@1510,36%@1510,41%@1510,38%@1510,40%@1510] EMC_FREQ 54%@2133 "
+    "GR3D_FREQ 96%@[624] NVENC off NVDEC off NVJPG off NVJPG1 off VIC off OFA off APE 200 "
+    "cpu@77.9C soc2@76.7C soc0@77.0C gpu@78.4C tj@79.0C soc1@76.9C "
+    "VDD_IN 9790mW/9050mW VDD_CPU_GPU_CV 4960mW/4380mW VDD_SOC 1950mW/1930mW",
+]
+
+
+def test_a_throttling_episode_reads_as_clock_caps_and_heat() -> None:
+    samples = [parse_tegrastats(line) for line in THROTTLING]
+    assert [s.gpu_freq_mhz for s in samples] == [624, 510, 408, 306, 306, 624]
+    assert [s.gpu_freq_informative for s in samples] == [True, True, True, False, True, True]
+    assert [s.temps_c["tj"] for s in samples] == [84.3, 88.1, 93.2, 92.3, 95.8, 79.0]
+    assert samples[2].cpu_freq_mhz == (1344,) * 6 and samples[0].cpu_freq_mhz == (1510,) * 6
+    assert samples[4].power_mw["VDD_CPU_GPU_CV"] == (2890, 4500)
+    assert all(s.gpu_present for s in samples) and samples[4].hottest_c == 95.8
+
+    # the slowdown the scheduler prices after each line (newest busy clock vs 624 MHz)
+    slowdowns = [gpu_slowdown(reversed(samples[:i + 1]), 624.0) for i in range(len(samples))]
+    assert slowdowns == pytest.approx([1.0, 624 / 510, 624 / 408, 624 / 408,   # idle: held
+                                       624 / 306, 1.0])
+
+
+def test_tegrastats_without_root_may_leave_out_the_gpu() -> None:
+    """Without root some releases print no GR3D_FREQ: the GPU is unknown, not lost (the
+    sysfs devfreq node then gives its clock, see test_device_sysfs.py)."""
+    line = THROTTLING[2].replace("GR3D_FREQ 99%@[408] ", "")
+    t = parse_tegrastats(line)
+    assert t.gpu_present is None and t.gpu_freq_mhz is None and t.temps_c["tj"] == 93.2

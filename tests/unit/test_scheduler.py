@@ -87,8 +87,8 @@ def test_queue_wait_counts_requests_in_flight():
 
 
 class Device:
-    def __init__(self, slow=1.0, gpu=True):
-        self.slow, self.gpu = slow, gpu
+    def __init__(self, slow=1.0, gpu=True, slows_engine=True):
+        self.slow, self.gpu, self.slows_engine = slow, gpu, slows_engine
 
     def slowdown(self):
         return self.slow
@@ -103,6 +103,9 @@ class Device:
 class Latency:
     def ttft_s(self, n, *, gpu=True, slowdown=1.0):
         return n * (0.001 if gpu else 0.004)
+
+    def decode_tok_s(self, *, gpu=True, slowdown=1.0):
+        return 40.0 if gpu else 20.0
 
 
 def test_thermal_slowdown_scales_the_prediction():
@@ -119,6 +122,35 @@ def test_gpu_loss_uses_the_cpu_rate_and_says_so():
     d = decide(s)
     assert d.predicted_ttft_s == pytest.approx(0.2)
     assert d.route == "cloud" and "gpu provider unavailable" in d.reason
+
+
+def test_gpu_loss_prices_a_decode_step_at_the_cpu_decode_rate():
+    """The first token costs 4x on the CPU here, a decode step 2x (40 vs 20 tok/s): a
+    batching engine whose step is 12 ms still decodes at 41 tok/s >= 30 on the CPU."""
+    s = Scheduler(SchedulerConfig(budget_ms=1000, min_decode_tok_s=30),
+                  TtftPredictor(overhead_s=0.0, per_token_s=0.001), rates=Rates(),
+                  device=Device(gpu=False), latency=Latency())
+    d = decide(s)
+    assert d.route == "local" and d.code == "within_budget"
+    assert d.predicted_ttft_s == pytest.approx(0.2) and "cpu only" in d.reason
+
+
+@pytest.mark.parametrize("slows_engine, per_token_after", [(True, 0.001), (False, 0.002)])
+def test_an_answer_measured_under_a_slowdown_is_folded_in_at_nominal_speed(
+        slows_engine, per_token_after):
+    """On a live board (the engine feels the throttling) a 2x-throttled answer that took 2x
+    the nominal time teaches the model nothing new: the device factor prices it once. A
+    replayed trace does not slow the host's engine, so its times are taken as they are."""
+    s = Scheduler(SchedulerConfig(budget_ms=1000, ewma_alpha=1.0),
+                  TtftPredictor(alpha=1.0, overhead_s=0.0, per_token_s=0.001),
+                  device=Device(slow=2.0, slows_engine=slows_engine))
+    plan = s.plan(100, "oos", cloud=DOWN)
+    assert plan.decision.route == "local" and plan.decision.predicted_ttft_s == pytest.approx(0.2)
+    plan.slot.started()
+    plan.slot.first_token()
+    plan.slot.finished({"ttft_s": 0.2, "prompt_tokens": 100, "total_s": 1.0, "new_tokens": 10})
+    assert s.predictor.per_token_s == pytest.approx(per_token_after)
+    assert s.predictor.service_s == pytest.approx(0.5 if slows_engine else 1.0)
 
 
 def test_simulated_orin_walks_from_local_to_cloud():
