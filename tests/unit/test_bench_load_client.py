@@ -76,9 +76,10 @@ async def test_outcomes_are_classified_and_the_schedule_is_kept() -> None:
     assert busy.retry_after == "1" and busy.code == "overloaded" and busy.message == "busy: queue"
     assert bad.code == "bad_input" and bad.http == 400
     assert spoken.body["transcript"] == "spoken"
-    # open loop: the hung first request did not hold back the next ones
+    # open loop: the hung first request (held 0.6 s) did not hold back the next ones (the
+    # slack is for a loaded CI box; a closed loop would send them 0.6 s late)
     for o in (slow, busy, bad, spoken, wrapped):
-        assert o.sent - o.intended < 0.05
+        assert o.sent - o.intended < 0.3
     assert slow.latency_ms >= 40.0 and slow.latency_ms == (slow.done - slow.intended) * 1000
     assert slow.session == "run-s1" and wrapped.session == "run-s1~1"
     assert slow.body["session"] == "run-s1"
