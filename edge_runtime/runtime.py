@@ -159,20 +159,21 @@ class Runtime:
     def health(self) -> dict:
         llm = self.stages.llm
         cache_states = self.stages.cache.tier_states()
+        llm_state: dict = ({"model": self.cfg.llm.model, "device": llm.device,
+                            "providers": list(llm.providers)} if llm is not None else
+                           {"model": self.cfg.llm.model, "error": self.stages.llm_error.one_line()
+                            if self.stages.llm_error else "not loaded"})
+        off_gpu = self.llm_off_gpu()
+        if off_gpu:
+            llm_state["degraded"] = off_gpu
         out = {
             "status": "ok",
-            "llm": ({"model": self.cfg.llm.model, "device": llm.device,
-                     "providers": list(llm.providers)} if llm is not None else
-                    {"model": self.cfg.llm.model, "error": self.stages.llm_error.one_line()
-                     if self.stages.llm_error else "not loaded"}),
+            "llm": llm_state,
             "cloud": self.stages.cloud.state if self.stages.cloud is not None else "disabled",
             "cache": cache_states,
             "in_flight": self.pipeline.in_flight,
             "local_queue": self.stages.scheduler.local.counts(),
         }
-        off_gpu = self.llm_off_gpu()
-        if off_gpu:
-            out["llm"]["degraded"] = off_gpu
         degraded = llm is None or any(s.startswith("failed") for s in cache_states.values()) \
             or out["cloud"] == "down" or bool(off_gpu)
         out["status"] = "degraded" if degraded else "ok"

@@ -43,7 +43,8 @@ def test_gpu_swap_fetches_first_then_swaps_pins_numpy_and_guards_the_venv(tmp_pa
     assert "resolve constraints: numpy<2" in log         # ... without the onnxruntime ban
     fetched = _index(log, "download --no-deps --index-url")
     assert fetched < _index(log, "download --no-deps --dest")   # the roll-back wheel too
-    assert fetched < _index(log, "install --no-deps -r") < _index(log, "uninstall --yes onnxruntime")
+    swapped = _index(log, "uninstall --yes onnxruntime")
+    assert fetched < _index(log, "install --no-deps -r") < swapped
     assert _index(log, "uninstall --yes onnxruntime") < _index(log, "onnxruntime_gpu-1.23.0")
     deps = [line for line in log if "install --no-deps -r" in line]
     assert deps and "-no-ort" in deps[0]                 # the CPU build is never reinstalled
@@ -59,7 +60,8 @@ def test_an_index_outage_keeps_the_cpu_onnxruntime_and_says_so(tmp_path) -> None
     have, log = installed(tmp_path), pip_log(tmp_path)
     assert have["onnxruntime"] == "1.32.0" and "onnxruntime-gpu" not in have
     assert not any("uninstall" in line for line in log)  # nothing was removed first
-    assert "cannot fetch onnxruntime-gpu from https://pypi.jetson-ai-lab.io/jp6/cu126" in proc.stderr
+    assert "cannot fetch onnxruntime-gpu from https://pypi.jetson-ai-lab.io/jp6/cu126" \
+        in proc.stderr
     assert "runs on the CPU onnxruntime" in proc.stderr and "re-run" in proc.stderr
     assert not (tmp_path / "venv" / "pip.conf").exists()  # a CPU venv needs no guard
     assert (tmp_path / "venv" / ".edge-runtime-complete").exists()
@@ -71,7 +73,8 @@ def test_a_gpu_build_without_cuda_is_rolled_back_to_the_fetched_cpu_wheel(tmp_pa
     have, log = installed(tmp_path), pip_log(tmp_path)
     assert have["onnxruntime"] == "1.32.0" and "onnxruntime-gpu" not in have
     rollback = _index(log, "uninstall --yes onnxruntime-gpu")
-    assert "install --no-deps" in log[rollback + 1] and "onnxruntime-1.32.0-cp310" in log[rollback + 1]
+    restored = log[rollback + 1]
+    assert "install --no-deps" in restored and "onnxruntime-1.32.0-cp310" in restored
     assert "has no CUDA provider here; restoring the CPU onnxruntime" in proc.stderr
     assert not (tmp_path / "venv" / "pip.conf").exists()
 
@@ -125,7 +128,8 @@ def _wheel(folder: Path, name: str, version: str) -> None:
     dist = f"{name}-{version}.dist-info"
     with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as z:
         z.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        z.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{dist}/WHEEL",
+                   "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         z.writestr(f"{dist}/RECORD", "")
 
 
