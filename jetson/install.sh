@@ -175,6 +175,11 @@ home = "$CACHE_DIR"
 [server]
 host = "127.0.0.1"
 port = 8080
+
+[cloud]
+# Off until a gateway runs (edge-cloud on a server); an enabled link with none behind it keeps
+# /healthz "degraded". Then: enabled = true and endpoint = "tcp://HOST:5555".
+enabled = false
 EOF
 fi
 write_new "$CONF_DIR/edge-runtime.env" 0640 "$SERVICE_USER" <<'EOF'

@@ -127,6 +127,8 @@ def test_install_dry_run_prints_every_step_in_order() -> None:
     assert -1 not in positions, [s for s, p in zip(steps, positions) if p == -1]
     assert positions == sorted(positions)
     assert "edge-cloud.service" not in out
+    config = out[out.index("/etc/edge-runtime/config.toml (mode"):out.index("edge-runtime.env")]
+    assert "[cloud]" in config and "enabled = false" in config   # no link to a missing gateway
 
 
 def test_install_dry_run_options() -> None:
