@@ -100,6 +100,12 @@ for item in json.load(open(sys.argv[1]))["install"]:
 PYEOF
 }
 
+drop_gpu_ort() {   # both own the `onnxruntime` module: never leave the two installed
+    if vpip show --quiet onnxruntime-gpu >/dev/null 2>&1; then
+        vpip uninstall --quiet --yes onnxruntime-gpu onnxruntime
+    fi
+}
+
 install_cpu_ort() {   # install_cpu_ort WHEEL_OR_REQUIREMENT
     vpip install --quiet --no-deps "$1" || die "could not install the CPU onnxruntime ($1) either"
 }
@@ -137,6 +143,7 @@ deps_gpu() {
         return
     else
         warn "cannot fetch onnxruntime-gpu from $ORT_INDEX (index down or moved? pass --ort-index)"
+        drop_gpu_ort      # an installed one without CUDA (or broken) would shadow the CPU build
         vpip show --quiet onnxruntime >/dev/null 2>&1 || install_cpu_ort "${cpu_wheel:-$cpu_req}"
     fi
     warn "the daemon runs on the CPU onnxruntime (/healthz says degraded): re-run the install when the index is reachable"
@@ -161,6 +168,7 @@ if [ "$STAGE" != project ]; then
     if [ "$GPU" = yes ]; then
         deps_gpu
     else
+        drop_gpu_ort
         vpip install --quiet --no-deps -r "$WORK/deps.txt"
     fi
     if [ "$GPU_OK" = 1 ]; then guard; fi

@@ -146,3 +146,12 @@ def test_the_constraints_refuse_cpu_onnxruntime_and_numpy_2_with_the_real_pip(
     assert (proc.returncode == 0) == allowed, proc.stdout + proc.stderr
     if requirement == "numpy":
         assert "numpy-1.26.4" in proc.stdout
+
+
+def test_choosing_cpu_on_a_gpu_venv_leaves_one_onnxruntime_not_two(tmp_path) -> None:
+    assert _run(tmp_path, "--gpu", "yes").returncode == 0
+    proc = _run(tmp_path, "--gpu", "no")
+    assert proc.returncode == 0, proc.stderr
+    have = installed(tmp_path)
+    assert have["onnxruntime"] == "1.32.0" and "onnxruntime-gpu" not in have
+    assert not (tmp_path / "venv" / "pip.conf").exists()
