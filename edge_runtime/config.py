@@ -111,7 +111,10 @@ class LlmConfig:
     model: str = "smollm2-135m-instruct"
     model_dir: str = ""                # "" = <paths.home>/models/<model>/onnx
     providers: tuple[str, ...] = ("tensorrt", "cuda", "cpu")
-    threads: int = 2
+    threads: int = 0                   # 0 = the device profile's llm_threads (2 on x86, 4 on
+                                       # the Orin Nano)
+    stuck_after_s: float = 300.0       # a generation running longer is a stuck LLM thread:
+                                       # the systemd watchdog ping stops (restart); 0 = off
     max_new_tokens: int = _Gen.max_new_tokens   # sampling defaults: types.GenerationParams
     temperature: float = _Gen.temperature
     top_p: float = _Gen.top_p
@@ -255,6 +258,9 @@ class DeviceConfig:
     profile: str = "x86-cpu"
     memory_budget_mb: int = 0          # models' memory (LLM + KV + ASR + TTS); 0 = the
                                        # profile's model_memory_mb
+    start_timeout_s: float = 1800.0    # under systemd, how long a start (model loading, a
+                                       # first TensorRT engine build) may extend the unit's
+                                       # TimeoutStartSec with EXTEND_TIMEOUT_USEC; 0 = never
 
 
 @dataclass(frozen=True)
@@ -306,7 +312,8 @@ class Config:
         _check(self.llm.temperature >= 0, "llm.temperature", "must be >= 0")
         _check(0 < self.llm.top_p <= 1, "llm.top_p", "must be within (0, 1]")
         _check(self.llm.repetition_penalty >= 1.0, "llm.repetition_penalty", "must be >= 1.0")
-        _check(self.llm.threads > 0, "llm.threads", "must be positive")
+        _check(self.llm.threads >= 0, "llm.threads", "must be >= 0 (0 = the device profile's)")
+        _check(self.llm.stuck_after_s >= 0, "llm.stuck_after_s", "must be >= 0 (0 = off)")
         _check(self.llm.backend in ("onnx", "llama_cpp"), "llm.backend",
                "must be onnx or llama_cpp")
         _check(self.llm.accuracy_level in (1, 4), "llm.accuracy_level", "must be 1 or 4")
@@ -395,6 +402,7 @@ class Config:
         _check(self.tts.first_chunk_max_chars >= self.tts.first_chunk_chars,
                "tts.first_chunk_max_chars", "must be >= tts.first_chunk_chars")
         _check(self.voice.echo_margin > 0, "voice.echo_margin", "must be positive")
+        _check(self.device.start_timeout_s >= 0, "device.start_timeout_s", "must be >= 0")
         _check(self.device.memory_budget_mb >= 0, "device.memory_budget_mb",
                "must be >= 0 (0 = the device profile's)")
 

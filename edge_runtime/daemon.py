@@ -196,8 +196,13 @@ async def serve(cfg: Config) -> None:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    rt = await loop.run_in_executor(None, Runtime.build, cfg)
-    await rt.start()
+    # Loading models (and, on a first start, building TensorRT engines) may outlast the unit's
+    # TimeoutStartSec: EXTEND_TIMEOUT_USEC keeps systemd waiting, up to device.start_timeout_s.
+    async with systemd_notify.extending_start(
+            cfg.device.start_timeout_s,
+            status_text="starting: loading models (a first start also builds TensorRT engines)"):
+        rt = await loop.run_in_executor(None, Runtime.build, cfg)
+        await rt.start()
     runner = GuardedRunner(make_app(rt))      # read timeouts, connection cap, quiet logs
     await runner.setup()
     site = web.TCPSite(runner, cfg.server.host, cfg.server.port)
@@ -220,7 +225,7 @@ async def serve(cfg: Config) -> None:
     log.info("edge-runtime ready on http://%s:%d (llm: %s, cloud: %s)", cfg.server.host,
              cfg.server.port, rt.stages.llm.device if rt.stages.llm else "unavailable",
              rt.stages.cloud.state if rt.stages.cloud else "disabled")
-    systemd_notify.ready()
+    systemd_notify.ready(f"serving on {cfg.server.host}:{cfg.server.port}")
     watchdog = systemd_notify.watchdog_interval_s()
     app = runner.app
     try:
@@ -238,7 +243,9 @@ async def serve(cfg: Config) -> None:
                 app[ANNOUNCE_KEY].append(text)
                 if listener is not None:          # the room hears it too
                     listener.announce(text)
-            systemd_notify.watchdog_ping()
+            # ping only while alive: a stuck LLM thread stops the pings and systemd restarts
+            # the daemon; a blocked loop or housekeeping step stops them by not coming here
+            systemd_notify.watchdog_beat(rt.liveness())
             # re-probe failed cache tiers even without traffic, off the event loop
             await loop.run_in_executor(None, rt.stages.cache.probe_due)
             rt.refresh_gauges()

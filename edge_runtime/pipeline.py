@@ -62,7 +62,8 @@ class Pipeline:
         self.s = stages
         self.metrics = metrics
         self.clock = clock
-        self.llm = AsyncLlm(stages.llm, on_stats=self._llm_stats) if stages.llm else None
+        self.llm = AsyncLlm(stages.llm, on_stats=self._llm_stats, clock=clock) \
+            if stages.llm else None
         self.conversations = None
         if stages.llm is not None:
             from .llm.conversation import ConversationStore

@@ -31,25 +31,26 @@ def _device_for(cfg: Config, clock: Clock):
 
 def load_llm(cfg: Config, store: ModelStore):
     """Load the local engine; returns (engine, None) or (None, error) — never raises."""
+    from .device import get_profile
     c = cfg.llm
+    profile = get_profile(cfg.device.profile)
+    threads = profile.llm_thread_count(c.threads)     # llm.threads = 0: the profile's
     try:
         if c.backend == "llama_cpp":
             from .llm.llama_cpp_engine import LlamaCppEngine
-            engine = LlamaCppEngine(store.require_source(c.model), threads=c.threads,
+            engine = LlamaCppEngine(store.require_source(c.model), threads=threads,
                                     model_name=c.model, context_tokens=c.context_tokens)
         else:
             from .llm import load_engine
-            from .device import get_profile
             from .models.budget import check_llm_budget
             check_llm_budget(cfg, store.llm_dir())     # MemoryBudgetError: serve without it
-            engine = load_engine(store.llm_dir(), providers=c.providers, threads=c.threads,
+            engine = load_engine(store.llm_dir(), providers=c.providers, threads=threads,
                                  model_name=c.model, context_tokens=c.context_tokens,
-                                 max_batch=get_profile(cfg.device.profile).llm_max_batch(
-                                     c.max_batch),
+                                 max_batch=profile.llm_max_batch(c.max_batch),
                                  batch_context_tokens=c.batch_context_tokens,
                                  reuse_prefix=c.reuse_prefix)
-        log.info("local LLM %s loaded on %s (providers: %s; %d at a time)", c.model,
-                 engine.device, ", ".join(engine.providers), engine.capacity)
+        log.info("local LLM %s loaded on %s (providers: %s; %d at a time, %d threads)",
+                 c.model, engine.device, ", ".join(engine.providers), engine.capacity, threads)
         return engine, None
     except EdgeError as exc:
         log.warning("local LLM unavailable: %s", exc.one_line())
@@ -165,21 +166,52 @@ class Runtime:
     def health(self) -> dict:
         llm = self.stages.llm
         cache_states = self.stages.cache.tier_states()
+        llm_state: dict = ({"model": self.cfg.llm.model, "device": llm.device,
+                            "providers": list(llm.providers)} if llm is not None else
+                           {"model": self.cfg.llm.model, "error": self.stages.llm_error.one_line()
+                            if self.stages.llm_error else "not loaded"})
+        off_gpu = self.llm_off_gpu()
+        if off_gpu:
+            llm_state["degraded"] = off_gpu
         out = {
             "status": "ok",
-            "llm": ({"model": self.cfg.llm.model, "device": llm.device,
-                     "providers": list(llm.providers)} if llm is not None else
-                    {"model": self.cfg.llm.model, "error": self.stages.llm_error.one_line()
-                     if self.stages.llm_error else "not loaded"}),
+            "llm": llm_state,
             "cloud": self.stages.cloud.state if self.stages.cloud is not None else "disabled",
             "cache": cache_states,
             "in_flight": self.pipeline.in_flight,
             "local_queue": self.stages.scheduler.local.counts(),
         }
         degraded = llm is None or any(s.startswith("failed") for s in cache_states.values()) \
-            or out["cloud"] == "down"
+            or out["cloud"] == "down" or bool(off_gpu)
         out["status"] = "degraded" if degraded else "ok"
         return out
+
+    def llm_off_gpu(self) -> str:
+        """Why the local LLM runs on the CPU although the device profile expects a GPU
+        provider ("" when it does not, or runs where expected). ``llm.providers`` with no
+        GPU provider is a choice, not a fault."""
+        from .device import get_profile
+        llm, c = self.stages.llm, self.cfg.llm
+        profile = get_profile(self.cfg.device.profile)
+        wanted = [p for p in c.providers if p in ("tensorrt", "cuda")]
+        if llm is None or llm.device != "cpu" or c.backend != "onnx" \
+                or not profile.expects_gpu or not wanted:
+            return ""
+        return (f"the LLM runs on the CPU, but the {profile.name} profile expects "
+                f"{' or '.join(wanted)} (onnxruntime providers: {', '.join(llm.providers)}); "
+                "check `edge-runtime doctor` and that onnxruntime-gpu is installed")
+
+    def liveness(self) -> str | None:
+        """What a restart would fix, or None: the systemd watchdog pings only while this is
+        None. Degraded states (cloud down, no model, LLM on the CPU) are not liveness
+        failures: a restart would not mend them, and restarting would only loop."""
+        llm, limit = self.pipeline.llm, self.cfg.llm.stuck_after_s
+        if llm is not None and limit > 0:
+            busy = llm.longest_running_s()
+            if busy > limit:
+                return (f"a local LLM generation has run for {busy:.0f} s "
+                        f"(llm.stuck_after_s {limit:g})")
+        return None
 
     async def close(self) -> None:
         if self.stages.cloud is not None:

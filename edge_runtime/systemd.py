@@ -11,15 +11,20 @@ Outside systemd (no ``$NOTIFY_SOCKET``) every call is a no-op that returns
 False, so the daemon calls these helpers unconditionally. A failed send is
 logged and returns False; it never raises into the daemon.
 
-Unit file side: ``Type=notify``, ``WatchdogSec=30`` (see jetson/edge-runtime.service).
+Unit file side: ``Type=notify``, ``WatchdogSec=30``, ``TimeoutStartSec=300`` (see
+jetson/edge-runtime.service); :func:`extending_start` keeps a slow first start (TensorRT
+engine builds) from being killed at ``TimeoutStartSec``, up to a ceiling of its own.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+
+from .clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +86,60 @@ def watchdog_ping(*, env: Mapping[str, str] | None = None) -> bool:
 def extend_timeout(seconds: float, *, env: Mapping[str, str] | None = None) -> bool:
     """Ask for ``seconds`` more before the start (or stop) times out (``EXTEND_TIMEOUT_USEC``)."""
     return notify(f"EXTEND_TIMEOUT_USEC={int(seconds * 1_000_000)}", env=env)
+
+
+def under_systemd(*, env: Mapping[str, str] | None = None) -> bool:
+    """True when ``$NOTIFY_SOCKET`` names a socket this module can send to."""
+    return _address(os.environ if env is None else env) is not None
+
+
+async def _extend_loop(limit_s: float, step_s: float, status_text: str,
+                       env: Mapping[str, str] | None, clock: Clock,
+                       sleep: Callable[[float], Awaitable[object]]) -> None:
+    start = clock.monotonic()
+    status(status_text, env=env)
+    while True:
+        left = limit_s - (clock.monotonic() - start)
+        if left <= 0:
+            log.warning("start-up still running after %.0f s (device.start_timeout_s); no "
+                        "longer extending the systemd start timeout", limit_s)
+            return
+        # each message allows 3 steps, so one late wake-up does not end the start
+        extend_timeout(min(3 * step_s, left), env=env)
+        await sleep(min(step_s, left))
+
+
+@contextlib.asynccontextmanager
+async def extending_start(limit_s: float, *, step_s: float = 20.0,
+                          status_text: str = "starting: loading models",
+                          env: Mapping[str, str] | None = None, clock: Clock = SYSTEM_CLOCK,
+                          sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+                          ) -> AsyncIterator[None]:
+    """While the body runs (models loading off the event loop), send
+    ``EXTEND_TIMEOUT_USEC`` every ``step_s``, so systemd waits past ``TimeoutStartSec``
+    for as long as the start makes progress, but never past ``limit_s`` from entry: a
+    start that hangs is still killed (and restarted) then. A no-op outside systemd."""
+    if limit_s <= 0 or not under_systemd(env=env):
+        yield
+        return
+    task = asyncio.create_task(_extend_loop(limit_s, step_s, status_text, env, clock, sleep))
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def watchdog_beat(problem: str | None, *, env: Mapping[str, str] | None = None) -> bool:
+    """One watchdog turn: ping when the liveness check found no ``problem``, else withhold
+    the ping (logged), so systemd restarts the daemon after ``WatchdogSec`` of failures.
+    Returns True when a ping was sent."""
+    if problem is not None:
+        log.warning("liveness check failed (%s); withholding the systemd watchdog ping",
+                    problem)
+        return False
+    return watchdog_ping(env=env)
 
 
 def watchdog_interval_s(*, env: Mapping[str, str] | None = None) -> float | None:

@@ -4,11 +4,14 @@
 #   sudo jetson/install.sh              install or update, then start the service
 #   jetson/install.sh --dry-run         print the steps, change nothing (no root needed)
 #
-# Idempotent: an existing user, venv, config or env file is kept; the package and the unit
-# files are updated; re-running after `git pull` is the update path.
+# Idempotent: an existing user, complete venv, config or env file is kept; the package, the
+# unit files and their drop-ins are updated; re-running after `git pull` is the update path.
 set -euo pipefail
 
 PREFIX=/opt/edge-runtime
+# Where the GPU device nodes are looked for; the tests (tests/unit/test_systemd_units.py)
+# point it at a scratch folder.
+DEV_DIR="${EDGE_RUNTIME_DEV_DIR:-/dev}"
 CONF_DIR=/etc/edge-runtime
 UNIT_DIR=/etc/systemd/system
 CACHE_DIR=/var/cache/edge-runtime
@@ -17,6 +20,7 @@ EXTRAS="build,tts,asr-whisper"
 # NVIDIA's Jetson AI Lab index (JetPack 6, CUDA 12.6): onnxruntime-gpu with CUDA + TensorRT.
 ORT_INDEX="https://pypi.jetson-ai-lab.io/jp6/cu126"
 PROFILE=""
+GPU=auto
 DRY_RUN=0
 WITH_CLOUD=0
 SKIP_MODELS=0
@@ -30,6 +34,7 @@ Usage: $0 [options]
   --profile NAME      device profile for a new config (default: orin-nano-8gb on a Jetson, else x86-cpu)
   --extras LIST       pip extras to install (default: $EXTRAS)
   --ort-index URL     pip index with Jetson onnxruntime-gpu wheels (default: $ORT_INDEX)
+  --gpu auto|yes|no   swap in onnxruntime-gpu from that index (auto: on a Jetson)
   --with-cloud        also install edge-cloud.service (the gateway; for the server side)
   --skip-models       do not run 'edge-runtime models pull' and 'models build'
   --no-start          enable the service but do not start it now
@@ -43,6 +48,7 @@ while [ $# -gt 0 ]; do
         --profile) PROFILE="${2:?--profile needs a name}"; shift ;;
         --extras) EXTRAS="${2?--extras needs a list}"; shift ;;
         --ort-index) ORT_INDEX="${2:?--ort-index needs a URL}"; shift ;;
+        --gpu) GPU="${2:?--gpu needs auto, yes or no}"; shift ;;
         --with-cloud) WITH_CLOUD=1 ;;
         --skip-models) SKIP_MODELS=1 ;;
         --no-start) NO_START=1 ;;
@@ -82,11 +88,16 @@ is_jetson() { [ -e /etc/nv_tegra_release ] || grep -qs 'tegra' /proc/device-tree
 if [ -z "$PROFILE" ]; then
     if is_jetson; then PROFILE=orin-nano-8gb; else PROFILE=x86-cpu; fi
 fi
+case "$GPU" in
+    auto) if is_jetson; then GPU=yes; else GPU=no; fi ;;
+    yes|no) ;;
+    *) echo "install.sh: --gpu must be auto, yes or no" >&2; exit 2 ;;
+esac
 VENV="$PREFIX/venv"
 APP_SRC="$PREFIX/src"
 TAR_EXCLUDES=(--exclude=./.git --exclude=./.venv --exclude='*.egg-info' --exclude=__pycache__ \
               --exclude=.pytest_cache)
-PY="$VENV/bin/python"
+DROPIN_DIR="$UNIT_DIR/edge-runtime.service.d"
 
 step "preflight (source $SRC_DIR, profile $PROFILE$( [ "$DRY_RUN" = 1 ] && echo ', dry run'))"
 if [ "$DRY_RUN" != 1 ] && [ "$(id -u)" != 0 ]; then
@@ -106,8 +117,12 @@ else
     run useradd --system --user-group --no-create-home --home-dir "$CACHE_DIR" \
         --shell /usr/sbin/nologin "$SERVICE_USER"
 fi
+# Only groups that exist here (render is missing on some images); the unit names none itself,
+# so a missing group cannot fail its start (216/GROUP): the service gets these memberships.
 for group in video render audio; do
-    if getent group "$group" >/dev/null; then
+    if ! getent group "$group" >/dev/null; then
+        skip "no $group group on this machine"
+    else
         if id -nG "$SERVICE_USER" 2>/dev/null | tr ' ' '\n' | grep -qx "$group"; then
             skip "$SERVICE_USER already in $group"
         else
@@ -121,13 +136,6 @@ run install -d -m 0755 "$PREFIX"
 run install -d -m 0750 -o root -g "$SERVICE_USER" "$CONF_DIR"
 run install -d -m 0750 -o "$SERVICE_USER" -g "$SERVICE_USER" "$CACHE_DIR"
 
-step "virtual environment $VENV"
-if [ -x "$PY" ]; then
-    skip "venv exists"
-else
-    run python3 -m venv "$VENV"
-fi
-run "$PY" -m pip install --quiet --upgrade pip
 # The service runs from its own copy of the source (a checkout under /home is hidden from it by
 # ProtectHome=yes), installed editable so the models/ manifest next to the package is found.
 step "source copy in $APP_SRC"
@@ -144,20 +152,13 @@ else
     run rm -rf "$APP_SRC"
     run mv "$APP_SRC.new" "$APP_SRC"
 fi
-if [ -n "$EXTRAS" ]; then PKG="${APP_SRC}[${EXTRAS}]"; else PKG="$APP_SRC"; fi
-run "$PY" -m pip install --upgrade --editable "$PKG"
 
-if is_jetson; then
-    step "onnxruntime-gpu for Jetson (CUDA + TensorRT) from $ORT_INDEX"
-    # PyPI's aarch64 onnxruntime is CPU-only and shares the 'onnxruntime' module with
-    # onnxruntime-gpu: remove it, then (re)install the GPU build over the same files.
-    run "$PY" -m pip uninstall --yes onnxruntime
-    run "$PY" -m pip install --no-deps --force-reinstall --index-url "$ORT_INDEX" onnxruntime-gpu
-    run "$PY" -c "import onnxruntime as ort; p = ort.get_available_providers(); print(p); \
-assert 'CUDAExecutionProvider' in p, 'onnxruntime-gpu has no CUDA provider'"
-else
-    skip "not a Jetson: CPU onnxruntime from PyPI"
-fi
+# One script builds the venv here and in the container image: completion markers (a venv an
+# earlier run left half-built is rebuilt), and with --gpu yes the atomic onnxruntime-gpu swap
+# under jetson/constraints-jetson.txt (numpy<2; see jetson/README.md).
+step "virtual environment $VENV (package, dependencies$( [ "$GPU" = yes ] && echo ", onnxruntime-gpu from $ORT_INDEX"))"
+run bash "$APP_SRC/jetson/pyenv.sh" --venv "$VENV" --project "$APP_SRC" --extras "$EXTRAS" \
+    --gpu "$GPU" --ort-index "$ORT_INDEX"
 
 step "configuration in $CONF_DIR"
 if [ -f "$SRC_DIR/jetson/config.$PROFILE.toml" ]; then
@@ -174,17 +175,45 @@ home = "$CACHE_DIR"
 [server]
 host = "127.0.0.1"
 port = 8080
+
+[cloud]
+# Off until a gateway runs (edge-cloud on a server); an enabled link with none behind it keeps
+# /healthz "degraded". Then: enabled = true and endpoint = "tcp://HOST:5555".
+enabled = false
 EOF
 fi
 write_new "$CONF_DIR/edge-runtime.env" 0640 "$SERVICE_USER" <<'EOF'
 # EDGE_RUNTIME_<SECTION>__<KEY>=value overrides the config file, e.g.:
 # EDGE_RUNTIME_SCHEDULER__BUDGET_MS=150
 # EDGE_RUNTIME_SERVER__TOKEN=change-me     (required when server.host is not loopback)
+# EDGE_RUNTIME_CLOUD__ENABLED=true                 (once a gateway runs, see the README)
 # EDGE_RUNTIME_CLOUD__ENDPOINT=tcp://gateway.example:5555
 EOF
 
 step "systemd units in $UNIT_DIR"
 run install -m 0644 "$SRC_DIR/jetson/edge-runtime.service" "$UNIT_DIR/edge-runtime.service"
+# The unit's DevicePolicy=closed lets through the sound card; the GPU nodes of this machine
+# (Jetson: /dev/nvmap, /dev/nvhost-*, /dev/nvgpu/*; a discrete GPU: /dev/nvidia*) are listed
+# here, as found now: naming absent nodes in the unit would log a warning at every start.
+gpu_nodes=()
+for node in "$DEV_DIR"/nvmap "$DEV_DIR"/nvhost-* "$DEV_DIR"/nvgpu/*/* "$DEV_DIR"/host1x-fence \
+            "$DEV_DIR"/nvidia*; do
+    if [ -c "$node" ]; then gpu_nodes+=("$node"); fi
+done
+devices="# Written by jetson/install.sh (re-run it after a JetPack upgrade): the GPU device nodes
+# found at install time. Local changes: \`systemctl edit edge-runtime\` (override.conf).
+[Service]"
+for node in ${gpu_nodes[@]+"${gpu_nodes[@]}"}; do
+    devices+=$'\n'"DeviceAllow=$node rw"
+done
+if [ ${#gpu_nodes[@]} = 0 ]; then skip "no GPU device nodes in $DEV_DIR: the service gets none"; fi
+run install -d -m 0755 "$DROPIN_DIR"
+if [ "$DRY_RUN" = 1 ]; then
+    printf '+ write %s:\n%s\n' "$DROPIN_DIR/50-devices.conf" "$devices" | sed '2,$s/^/    /'
+else
+    printf '%s\n' "$devices" > "$DROPIN_DIR/50-devices.conf"
+    chmod 0644 "$DROPIN_DIR/50-devices.conf"
+fi
 if [ "$WITH_CLOUD" = 1 ]; then
     run install -m 0644 "$SRC_DIR/jetson/edge-cloud.service" "$UNIT_DIR/edge-cloud.service"
 fi

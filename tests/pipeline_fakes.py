@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from edge_runtime.cache.base import CachedAnswer
+from edge_runtime.clock import Clock
 from edge_runtime.config import Config, load_config
 from edge_runtime.errors import CloudUnavailableError, ModelMissingError
 from edge_runtime.llm.prompt import Prompt
@@ -117,7 +118,7 @@ class FakeCloud:
 
 
 def make_pipeline(*, budget_ms=150.0, engine="default", cloud=None,
-                  cfg: Config | None = None) -> Pipeline:
+                  cfg: Config | None = None, clock: Clock | None = None) -> Pipeline:
     cfg = cfg or load_config(env={})
     cfg = cfg.with_overrides(scheduler={"budget_ms": budget_ms})
     engine = FakeEngine() if engine == "default" else engine
@@ -129,4 +130,4 @@ def make_pipeline(*, budget_ms=150.0, engine="default", cloud=None,
         llm=engine, llm_error=None if engine else ModelMissingError(
             "LLM model is not built", hint="run `edge-runtime models build`"),
         cloud=cloud)
-    return Pipeline(cfg, stages, Metrics())
+    return Pipeline(cfg, stages, Metrics(), *(() if clock is None else (clock,)))

@@ -67,7 +67,8 @@ class DeviceProfile:
     cache at the configured context + ASR + TTS, checked before the LLM is loaded
     (:func:`edge_runtime.models.budget.check_llm_budget`; ``device.memory_budget_mb``
     overrides it);
-    ``llm_threads`` the default intra-op thread count of the LLM session;
+    ``llm_threads`` the intra-op thread count of the LLM session when ``llm.threads`` is 0
+    (the default; :meth:`llm_thread_count`);
     ``gpu_nominal_mhz`` the GPU clock the latency figures assume (None: no GPU);
     ``latency`` a prior for the scheduler before it calibrates (None: calibrate);
     ``simulated`` marks a profile whose telemetry comes from a recorded trace,
@@ -96,17 +97,34 @@ class DeviceProfile:
     def has_gpu(self) -> bool:
         return self.gpu_nominal_mhz is not None
 
+    @property
+    def expects_gpu(self) -> bool:
+        """True when this profile's provider order puts a GPU provider first on a real
+        board (a simulated profile runs on the CPU by design)."""
+        return not self.simulated and bool(self.providers) and \
+            self.providers[0] in ("tensorrt", "cuda")
+
+    def llm_thread_count(self, configured: int) -> int:
+        """The LLM session's intra-op threads: ``configured`` (``llm.threads``) unless it is
+        0, which means this profile's ``llm_threads``."""
+        return int(configured) if configured > 0 else self.llm_threads
+
     def llm_max_batch(self, configured: int) -> int:
         """The micro-batching size to use: ``configured`` (``llm.max_batch``) unless it is
         0, which means this profile's recommendation."""
         return int(configured) if configured > 0 else self.max_batch
 
 
-# Orin Nano figures are priors, not measurements made by this project (there is
-# no Jetson here). Decode 41 tok/s is the published SmolLM2 figure (MLC INT4,
-# normal power mode); prefill and CPU rates are estimates to be replaced by the
-# scheduler's own calibration on the device.
-_ORIN_NANO_LATENCY = LatencyModel(prefill_tok_s_gpu=900.0, decode_tok_s_gpu=41.0,
+# Orin Nano figures are priors, not measurements made by this project (there is no Jetson
+# here). Decode: the published figure for the default model on the board is SmolLM2-135M at
+# 165.2 tok/s with llama.cpp CUDA (all layers on the GPU) in the 25 W mode of an Orin Nano
+# Super 8 GB, JetPack 6 / L4T r36.4 (smolhub.com, "Tiny LLM Benchmark: Jetson Orin Nano Super
+# 8GB", 2026); the same sweep puts 25 W at 1.43x the tok/s of 15 W, so 165.2 / 1.43 = 115
+# tok/s at the 15 W clocks this profile assumes (gpu_nominal_mhz). It is an upper bound for
+# this engine: its fp32 graph runs attention (GroupQueryAttention) on the CPU. (The 41 tok/s
+# once here is NVIDIA's MLC INT4 figure for SmolLM2-1.7B, a model 13x larger.) Prefill and
+# the CPU rates are estimates; the scheduler calibrates its own on the device at start.
+_ORIN_NANO_LATENCY = LatencyModel(prefill_tok_s_gpu=900.0, decode_tok_s_gpu=115.0,
                                   prefill_tok_s_cpu=220.0, decode_tok_s_cpu=22.0,
                                   overhead_ms=20.0)
 

@@ -7,25 +7,49 @@ bounded queue; a consumer that goes away cancels the generation within a token.
 
 The request's :class:`~edge_runtime.scheduler.LocalSlot` (reserved by the scheduler) is told
 when its generation starts, when its first token comes and when it ends (with the
-engine's stats, which keep the scheduler's models true).
+engine's stats, which keep the scheduler's models true). :meth:`AsyncLlm.longest_running_s`
+tells how long the oldest running generation has run (the daemon's liveness check).
 """
 from __future__ import annotations
 
 import asyncio
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 from collections.abc import AsyncGenerator, Callable, Sequence
 
+from ..clock import SYSTEM_CLOCK, Clock
 from ..types import CancelToken, Device, GenerationParams, Message
 from .prompt import Prompt
 
 
 class AsyncLlm:
-    def __init__(self, engine: Any, *, on_stats: Callable[[dict], None] | None = None) -> None:
+    def __init__(self, engine: Any, *, on_stats: Callable[[dict], None] | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.engine = engine
         self.capacity = max(1, int(engine.capacity))
         self._threads = ThreadPoolExecutor(self.capacity, thread_name_prefix="llm")
         self._on_stats = on_stats
+        self._clock = clock
+        self._running: dict[int, float] = {}      # generation id -> start (monotonic)
+        self._running_lock = threading.Lock()
+        self._next_id = 0
+
+    def longest_running_s(self) -> float:
+        """Seconds the oldest generation still on an LLM thread has run (0: none)."""
+        with self._running_lock:
+            oldest = min(self._running.values(), default=None)
+        return 0.0 if oldest is None else max(0.0, self._clock.monotonic() - oldest)
+
+    def _begin(self) -> int:
+        with self._running_lock:
+            self._next_id += 1
+            self._running[self._next_id] = self._clock.monotonic()
+            return self._next_id
+
+    def _end(self, key: int) -> None:
+        with self._running_lock:
+            self._running.pop(key, None)
 
     @property
     def device(self) -> Device:
@@ -56,6 +80,7 @@ class AsyncLlm:
         def work() -> None:
             first = True
             stats: dict = {}
+            key = self._begin()
             if slot is not None:
                 slot.started()
             try:
@@ -70,6 +95,7 @@ class AsyncLlm:
             except BaseException as exc:  # handed to the awaiting coroutine
                 loop.call_soon_threadsafe(queue.put_nowait, exc)
             finally:
+                self._end(key)
                 loop.call_soon_threadsafe(queue.put_nowait, done)
                 if slot is not None:
                     slot.finished(stats)

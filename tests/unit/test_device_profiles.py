@@ -62,7 +62,7 @@ def test_example_orin_config_loads_and_matches_its_profile() -> None:
     profile = get_profile(cfg.device.profile)
     assert profile.name == "orin-nano-8gb"
     assert cfg.llm.providers == profile.providers
-    assert cfg.llm.threads == profile.llm_threads
+    assert profile.llm_thread_count(cfg.llm.threads) == profile.llm_threads == 4
     assert cfg.server.is_loopback()
 
 

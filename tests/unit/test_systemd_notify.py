@@ -117,3 +117,75 @@ async def test_watchdog_loop_returns_without_a_watchdog() -> None:
     async def never(_: float) -> None:
         raise AssertionError("should not sleep")
     await systemd.watchdog_loop(env={}, sleep=never)
+
+
+def test_watchdog_beat_pings_only_without_a_liveness_problem(path_socket, caplog) -> None:
+    sock, env = path_socket
+    assert systemd.watchdog_beat(None, env=env) is True
+    assert _recv(sock) == "WATCHDOG=1"
+    assert systemd.watchdog_beat("a local LLM generation has run for 400 s", env=env) is False
+    assert "withholding the systemd watchdog ping" in caplog.text and "400 s" in caplog.text
+    sock.settimeout(0.05)
+    with pytest.raises(socket.timeout):
+        sock.recv(4096)
+
+
+async def test_extending_start_extends_every_step_until_its_ceiling(path_socket) -> None:
+    from edge_runtime.clock import FakeClock
+    sock, env = path_socket
+    clock = FakeClock()
+    steps: list[float] = []
+    done = asyncio.Event()
+
+    async def fake_sleep(seconds: float) -> None:    # time passes only through the helper
+        steps.append(seconds)
+        clock.advance(seconds)
+        if clock.monotonic() >= 1000.0 + 100.0:
+            done.set()
+        await asyncio.sleep(0)
+
+    async with systemd.extending_start(100.0, step_s=30.0, status_text="starting: models",
+                                       env=env, clock=clock, sleep=fake_sleep):
+        await asyncio.wait_for(done.wait(), 5)     # a start that outlasts the ceiling
+        await asyncio.sleep(0)
+    got = []
+    sock.settimeout(0.2)
+    with pytest.raises(socket.timeout):
+        while True:
+            got.append(_recv(sock))
+    assert got[0] == "STATUS=starting: models"
+    # 3 steps' grace each time, never past the ceiling (100 s from entry), then it stops
+    assert got[1:] == ["EXTEND_TIMEOUT_USEC=90000000", "EXTEND_TIMEOUT_USEC=70000000",
+                       "EXTEND_TIMEOUT_USEC=40000000", "EXTEND_TIMEOUT_USEC=10000000"]
+    assert steps == [30.0, 30.0, 30.0, 10.0]
+
+
+async def test_extending_start_stops_when_the_start_is_done(path_socket) -> None:
+    sock, env = path_socket
+    async with systemd.extending_start(600.0, step_s=0.01, env=env):
+        await asyncio.sleep(0.05)
+    sock.settimeout(0.2)
+    got = []
+    with pytest.raises(socket.timeout):
+        while True:
+            got.append(_recv(sock))
+    assert got[0].startswith("STATUS=") and len(got) >= 2
+    assert all(m.startswith("EXTEND_TIMEOUT_USEC=") for m in got[1:])
+    n = len(got)
+    await asyncio.sleep(0.05)                     # the extender task is gone with the block
+    with pytest.raises(socket.timeout):
+        _recv(sock)
+    assert n == len(got)
+
+
+async def test_extending_start_is_a_no_op_outside_systemd_or_when_off(path_socket) -> None:
+    async def never(_: float) -> None:
+        raise AssertionError("should not sleep")
+    async with systemd.extending_start(600.0, env={}, sleep=never):
+        pass
+    sock, env = path_socket
+    async with systemd.extending_start(0.0, env=env, sleep=never):   # device.start_timeout_s 0
+        pass
+    sock.settimeout(0.05)
+    with pytest.raises(socket.timeout):
+        sock.recv(4096)
