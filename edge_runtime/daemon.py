@@ -161,6 +161,7 @@ async def healthz(request: web.Request) -> web.Response:
     else:
         health["voice"] = "ok" if service.stack is not None else "unavailable"
     health["microphone"] = service.listener.health() if service and service.listener else "off"
+    health["gpu"] = rt.accel.health() if rt.accel is not None else {"status": "off"}
     return web.json_response(health)
 
 
