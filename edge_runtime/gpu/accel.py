@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 PATHS = ("tensorrt-native", "tensorrt", "cuda", "cpu")
 EP_NAMES = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvider"}
-ORT_GPU_HINT = "pip install onnxruntime-gpu (on Jetson: NVIDIA's wheel for your JetPack)"
+ORT_GPU_HINT = "pip install onnxruntime-gpu; on Jetson, NVIDIA's wheel for your JetPack"
 
 
 def _ort_available() -> list[str]:

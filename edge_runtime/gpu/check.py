@@ -85,6 +85,7 @@ def small_model_rows(cfg: Any, *, backends: Backends | None = None,
             from ..nlu.encoder import EncoderIntentModel
             rows.append(_time(acc, "nlu", path, lambda a: _nlu_call(
                 EncoderIntentModel(cfg.nlu.model_dir, accel=a)), runs, clock))
+    rows.sort(key=lambda r: r.model != "vad")         # stable: paths stay in order
     return rows
 
 

@@ -63,7 +63,7 @@ def profile_placement(model_dir: Path, name: str, threads: int = 1) -> str:
     per_provider, cpu_ops = placement_from_events(events)
     nodes = ", ".join(f"{n} on {p.replace('ExecutionProvider', '')}"
                       for p, n in per_provider.most_common())
-    on_cpu = ", ".join(f"{op} x{n}" for op, n in cpu_ops.most_common(6))
+    on_cpu = ", ".join(f"{op} x{n}" for op, n in cpu_ops.most_common())
     return f"llm placement with {name}: {nodes}" + (f"; on the CPU: {on_cpu}" if on_cpu else "")
 
 

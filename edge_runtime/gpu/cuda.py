@@ -26,7 +26,7 @@ from .errors import GpuUnavailableError
 log = logging.getLogger(__name__)
 
 Importer = Callable[[str], ModuleType]
-INSTALL_HINT = "pip install pycuda (needs the CUDA toolkit to build), or pip install cuda-python"
+INSTALL_HINT = "pip install pycuda (it builds against the CUDA toolkit), or pip install cuda-python"
 
 
 class DeviceBuffer(Protocol):

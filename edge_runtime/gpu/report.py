@@ -71,8 +71,8 @@ class AccelReport:
         if self._metrics is not None:
             self._metrics.set_gpu_path(model, path)
         if why:
-            log.warning("%s %s on %s (wanted %s): %s", model,
-                        "moved at run time to" if at_run else "runs", path,
+            log.warning("%s %s %s (wanted %s): %s", model,
+                        "moved at run time to" if at_run else "runs on", path,
                         st.wanted[0] if st.wanted else path, "; ".join(why))
         elif path != "cpu":
             log.info("%s runs on %s%s", model, path,
