@@ -231,3 +231,17 @@ def test_a_cpu_only_profile_returns_the_plain_onnxruntime_session(tmp_path, mode
     assert acc.health() == {"status": "ok", "fallbacks_total": 0, "models": {"nlu": {
         "path": "cpu", "wanted": "cpu", "order": ["cpu"], "build_s": None, "engine": None,
         "agreement": None, "fallbacks": []}}}
+
+
+def test_a_build_before_readiness_asks_systemd_for_more_start_time(tmp_path, model_dir,
+                                                                   monkeypatch):
+    import socket
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(tmp_path / "notify"))
+    sock.settimeout(2)
+    monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "notify"))
+    try:
+        EncoderIntentModel(model_dir, accel=accel(tmp_path, fake_backends()))
+        assert sock.recv(256) == b"EXTEND_TIMEOUT_USEC=900000000"
+    finally:
+        sock.close()
