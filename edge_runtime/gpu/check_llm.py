@@ -116,6 +116,7 @@ def llm_rows(cfg: Any, *, deadline: float, clock: Clock) -> tuple[list[Row], lis
                 lines.append(profile_placement(model_dir, name, cfg.llm.threads))
             except Exception as exc:   # placement is a report; the table stands without it
                 lines.append(f"llm placement with {name}: not measured ({exc})")
+    lines.append("llm: p50 ms is per decoded token (greedy, 24 tokens, median of 3)")
     lines.append("llm: no fp16 variant in this build yet (the CUDA GroupQueryAttention kernel "
                  "needs one); placement above shows what stayed on the CPU")
     return rows, lines

@@ -68,6 +68,9 @@ def test_silero_vad_on_a_native_engine_keeps_its_state_like_the_cpu(tmp_path):
                  + 0.01 * rng.standard_normal(512)).astype(np.float32)
         assert gpu.prob(frame) == pytest.approx(cpu.prob(frame), abs=1e-6)
     assert acc.health()["models"]["vad"]["path"] == "tensorrt-native"
+    from edge_runtime.vad import load_vad
+    forked = load_vad("silero", model_path=str(path), accel=acc).fork()   # the stack's seam
+    assert 0.0 <= forked.prob(np.zeros(512, np.float32)) <= 1.0
 
 
 def test_a_disagreeing_engine_is_not_used_and_the_reason_is_shown(tmp_path, model_dir, caplog):
