@@ -31,26 +31,16 @@ if [ ! -f "$VENV/.complete" ]; then
   # system site packages: JetPack's tensorrt (python3-libnvinfer) lives there
   python3 -m venv --system-site-packages "$VENV"
   "${PIP[@]}" --upgrade pip
+  "${PIP[@]}" -e .
+  # two onnxruntime wheels cannot share a venv: the project's CPU one makes way for the GPU one
+  "$PY" -m pip uninstall -y -q onnxruntime
   if [ -e /etc/nv_tegra_release ]; then
-    "${PIP[@]}" --index-url "${GPU_CHECK_ORT_INDEX:-https://pypi.jetson-ai-lab.io/jp6/cu126}" \
-      onnxruntime-gpu
+    # NVIDIA's JetPack 6 wheel is built against numpy 1.x
+    "${PIP[@]}" "numpy<2" --index-url "${GPU_CHECK_ORT_INDEX:-https://pypi.jetson-ai-lab.io/jp6/cu126}" \
+      --extra-index-url https://pypi.org/simple onnxruntime-gpu
   else
     "${PIP[@]}" onnxruntime-gpu
   fi
-  # the project without its CPU onnxruntime (two onnxruntime wheels cannot share a venv)
-  deps=$("$PY" - <<'PY'
-import re, sys
-try:
-    import tomllib
-except ModuleNotFoundError:
-    import tomli as tomllib
-deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
-print(" ".join(d for d in deps if re.split(r"[<>=;\[ ]", d)[0] != "onnxruntime"))
-PY
-)
-  # shellcheck disable=SC2086
-  "${PIP[@]}" $deps
-  "${PIP[@]}" --no-deps -e .
   "$PY" -c "import tensorrt" 2>/dev/null || "${PIP[@]}" tensorrt
   "${PIP[@]}" pycuda || { say "pycuda did not build; using cuda-python"; "${PIP[@]}" cuda-python; }
   touch "$VENV/.complete"

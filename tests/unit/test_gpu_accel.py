@@ -248,3 +248,14 @@ def test_a_build_before_readiness_asks_systemd_for_more_start_time(tmp_path, mod
         assert sock.recv(256) == b"EXTEND_TIMEOUT_USEC=900000000"
     finally:
         sock.close()
+
+
+def test_an_unreadable_validation_file_keeps_the_cpu_with_one_line(tmp_path, model_dir, caplog):
+    val = tmp_path / "val.jsonl"
+    val.write_text("{not json\n")
+    acc = accel(tmp_path, fake_backends(), validation_file=str(val))
+    model = EncoderIntentModel(model_dir, accel=acc)
+    assert model.classify("what time is it")[0] == "get_time"
+    assert acc.health()["models"]["nlu"]["path"] == "cpu"
+    (line,) = warnings(caplog)
+    assert "JSONDecodeError" in line.message
