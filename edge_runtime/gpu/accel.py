@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 
 PATHS = ("tensorrt-native", "tensorrt", "cuda", "cpu")
 EP_NAMES = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvider"}
-BUILD_TIMEOUT_S = 900.0     # systemd start timeout extension per engine build
 ORT_GPU_HINT = "pip install onnxruntime-gpu; on Jetson, NVIDIA's wheel for your JetPack"
 
 
@@ -153,7 +152,7 @@ class Accelerator:
             cuda = self._load("cuda", lambda: self._b.cuda(s.device_index))
             built = load_or_build(api, cuda, w.path, w.spec, EngineCache(s.engine_dir),
                                   fp16=s.fp16, workspace_bytes=s.workspace_mb << 20,
-                                  clock=self.clock, on_build=_extend_start_timeout)
+                                  clock=self.clock)
             return TrtSession(built.engine, cuda, w.cpu, w.spec.profile), built.build_s, \
                 str(built.path)
         ep = EP_NAMES[name]
@@ -162,8 +161,6 @@ class Accelerator:
         from ..llm.providers import provider_list
         profiles = w.spec.profile.ort_trt_options() if name == "tensorrt" else None
         t0 = self.clock.monotonic()
-        if name == "tensorrt":
-            _extend_start_timeout()          # the provider may build its engine now
         sess = self._b.ort_session(
             w.path, threads=w.threads, stage=w.stage, what=w.what,
             providers=provider_list(name, s.engine_dir / "ort" / w.model, profiles))
@@ -172,13 +169,6 @@ class Accelerator:
             raise GpuUnavailableError(f"onnxruntime dropped {ep} at load (got {got})",
                                       hint=ORT_GPU_HINT)
         return sess, self.clock.monotonic() - t0, None
-
-
-def _extend_start_timeout() -> None:
-    """A build runs before READY=1: ask systemd for more start time (EXTEND_TIMEOUT_USEC;
-    nothing happens outside systemd), so a first build is not killed and restarted."""
-    from .. import systemd
-    systemd.extend_timeout(BUILD_TIMEOUT_S)
 
 
 @dataclass

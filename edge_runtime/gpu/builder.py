@@ -9,7 +9,6 @@ timing cache kept next to the engines, so a rebuild after a model change is quic
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,10 +42,7 @@ def engine_key(api: TrtApi, cuda: CudaMemory, onnx_path: Path, spec: ModelSpec, 
 
 def load_or_build(api: TrtApi, cuda: CudaMemory, onnx_path: Path, spec: ModelSpec,
                   cache: EngineCache, *, fp16: bool = True, workspace_bytes: int = 256 << 20,
-                  clock: Clock = SYSTEM_CLOCK, power: str | None = None,
-                  on_build: Callable[[], object] = lambda: None) -> BuiltEngine:
-    """``on_build`` runs just before a build starts (the daemon extends systemd's start
-    timeout there: a first build on a Jetson takes minutes)."""
+                  clock: Clock = SYSTEM_CLOCK, power: str | None = None) -> BuiltEngine:
     with cuda.activate():
         key = engine_key(api, cuda, onnx_path, spec, fp16=fp16, power=power)
     try:
@@ -58,7 +54,6 @@ def load_or_build(api: TrtApi, cuda: CudaMemory, onnx_path: Path, spec: ModelSpe
     if plan is None:
         log.info("building the TensorRT engine of %s (%s, %s); this takes a while once",
                  spec.name, onnx_path.name, key.precision)
-        on_build()
         t0 = clock.monotonic()
         with cuda.activate():
             plan, timing = api.build(onnx_path, spec.profile, fp16=fp16, int8=spec.int8,

@@ -236,20 +236,6 @@ def test_a_cpu_only_profile_returns_the_plain_onnxruntime_session(tmp_path, mode
         "agreement": None, "fallbacks": []}}}
 
 
-def test_a_build_before_readiness_asks_systemd_for_more_start_time(tmp_path, model_dir,
-                                                                   monkeypatch):
-    import socket
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(str(tmp_path / "notify"))
-    sock.settimeout(2)
-    monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "notify"))
-    try:
-        EncoderIntentModel(model_dir, accel=accel(tmp_path, fake_backends()))
-        assert sock.recv(256) == b"EXTEND_TIMEOUT_USEC=900000000"
-    finally:
-        sock.close()
-
-
 def test_an_unreadable_validation_file_keeps_the_cpu_with_one_line(tmp_path, model_dir, caplog):
     val = tmp_path / "val.jsonl"
     val.write_text("{not json\n")
