@@ -64,3 +64,14 @@ def test_a_cudart_allocation_failure_is_out_of_memory():
                                                                       fail="cudaMalloc")}))
     with pytest.raises(GpuOutOfMemoryError, match="cudaMalloc"):
         mem.alloc(1 << 20)
+
+
+def test_foreign_out_of_memory_errors_get_the_out_of_memory_reason():
+    from edge_runtime.gpu.errors import EngineBuildError, reason_code
+
+    class PycudaMemoryError(Exception):            # pycuda._driver.MemoryError's wording
+        pass
+    assert reason_code(PycudaMemoryError("cuMemAlloc failed: out of memory")) == "out_of_memory"
+    assert reason_code(RuntimeError("CUDA error: cudaErrorMemoryAllocation")) == "out_of_memory"
+    assert reason_code(EngineBuildError("no")) == "build_failed"
+    assert reason_code(ValueError("other")) == "failed"
