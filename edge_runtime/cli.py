@@ -235,7 +235,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import run_doctor
-    return run_doctor(_load(args))
+    return run_doctor(_load(args), gpu=args.gpu)
 
 
 # -- parser --------------------------------------------------------------------------------
@@ -314,6 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_keys)
 
     s = sub.add_parser("doctor", parents=[common], help="check models, providers, services")
+    s.add_argument("--gpu", action="store_true", help="the GPU check: build every engine, "
+                   "compare with the CPU, time it, show the LLM's node placement (exit 77 "
+                   "without a GPU)")
     s.set_defaults(fn=cmd_doctor)
     return p
 

@@ -263,6 +263,28 @@ class DeviceConfig:
                                        # TimeoutStartSec with EXTEND_TIMEOUT_USEC; 0 = never
 
 
+GPU_PATHS = ("tensorrt-native", "tensorrt", "cuda", "cpu")
+
+
+@dataclass(frozen=True)
+class GpuConfig:
+    """Where the small fixed-shape models run (Silero VAD, the NLU encoder): README "GPU"."""
+
+    vad_providers: tuple[str, ...] = ()    # path order, e.g. ["tensorrt-native", "cpu"];
+    nlu_providers: tuple[str, ...] = ()    # () = the device profile's model_providers
+    engine_dir: str = ""                   # TensorRT engines + timing cache; "" =
+                                           # <paths.home>/engines
+    fp16: bool = True                      # FP16 kernels where the GPU has fast FP16
+                                           # (INT8 stays off: no calibration path)
+    workspace_mb: int = 256                # TensorRT builder workspace
+    device_index: int = 0                  # CUDA device
+    vad_max_abs_error: float = 0.02        # agreement with the CPU on fixed inputs
+    nlu_max_abs_error: float = 0.05        # (encoder logits)
+    nlu_validation_file: str = ""          # JSONL with "text" per line: intents must agree
+    min_intent_agreement: float = 0.99     # ... on at least this share of its lines
+    validation_max_lines: int = 500        # lines of it used (start-up time)
+
+
 @dataclass(frozen=True)
 class HomeConfig:
     backend: str = "simulated"         # the home the ``home`` skill controls: simulated |
@@ -293,6 +315,7 @@ class Config:
     tts: TtsConfig = field(default_factory=TtsConfig)
     voice: VoiceConfig = field(default_factory=VoiceConfig)
     device: DeviceConfig = field(default_factory=DeviceConfig)
+    gpu: GpuConfig = field(default_factory=GpuConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     wyoming: WyomingConfig = field(default_factory=WyomingConfig)
     home: HomeConfig = field(default_factory=HomeConfig)
@@ -365,6 +388,23 @@ class Config:
                    "must be a number of seconds within (0, 3600]")
         _check(self.server.max_connections >= 1, "server.max_connections", "must be >= 1")
         self._validate_home()
+        self._validate_gpu()
+
+    def _validate_gpu(self) -> None:
+        g = self.gpu
+        for key in ("vad_providers", "nlu_providers"):
+            bad = [p for p in getattr(g, key) if p not in GPU_PATHS]
+            _check(not bad, f"gpu.{key}", f"unknown path(s) {bad}; use "
+                   f"{', '.join(GPU_PATHS)}")
+        _check(16 <= g.workspace_mb <= 65536, "gpu.workspace_mb", "must be within 16..65536")
+        _check(g.device_index >= 0, "gpu.device_index", "must be >= 0")
+        for key in ("vad_max_abs_error", "nlu_max_abs_error"):
+            _check(getattr(g, key) > 0, f"gpu.{key}", "must be positive")
+        _check(0 < g.min_intent_agreement <= 1, "gpu.min_intent_agreement",
+               "must be within (0, 1]")
+        _check(g.validation_max_lines >= 1, "gpu.validation_max_lines", "must be >= 1")
+        _check(not g.nlu_validation_file or Path(g.nlu_validation_file).expanduser().is_file(),
+               "gpu.nlu_validation_file", f"{g.nlu_validation_file!r} is not a file")
 
     def _validate_home(self) -> None:
         h = self.home

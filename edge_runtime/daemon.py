@@ -161,6 +161,7 @@ async def healthz(request: web.Request) -> web.Response:
     else:
         health["voice"] = "ok" if service.stack is not None else "unavailable"
     health["microphone"] = service.listener.health() if service and service.listener else "off"
+    health["gpu"] = rt.accel.health() if rt.accel is not None else {"status": "off"}
     return web.json_response(health)
 
 
@@ -203,8 +204,8 @@ async def serve(cfg: Config) -> None:
             status_text="starting: loading models (a first start also builds TensorRT engines)"):
         rt = await loop.run_in_executor(None, Runtime.build, cfg)
         await rt.start()
-    runner = GuardedRunner(make_app(rt))      # read timeouts, connection cap, quiet logs
-    await runner.setup()
+        runner = GuardedRunner(make_app(rt))  # read timeouts, connection cap, quiet logs
+        await runner.setup()                  # (loads the voice models: a VAD engine build)
     site = web.TCPSite(runner, cfg.server.host, cfg.server.port)
     await site.start()
     wyoming = None

@@ -71,13 +71,29 @@ def _check_cloud(cfg: Config) -> str:
     return f"{cfg.cloud.endpoint} up"
 
 
+def _check_gpu(cfg: Config) -> str:
+    from .gpu.probe import probe
+    return probe(cfg)
+
+
+def _check_gpu_daemon(cfg: Config) -> str:
+    from .gpu.probe import daemon
+    return daemon(cfg)
+
+
 CHECKS: dict[str, Callable[[Config], str]] = {
     "python": _check_python, "onnxruntime": _check_onnxruntime, "models": _check_models,
     "api port": _check_port, "redis": _check_redis, "cloud": _check_cloud,
+    "gpu": _check_gpu, "gpu daemon": _check_gpu_daemon,
 }
 
 
-def run_doctor(cfg: Config) -> int:
+def run_doctor(cfg: Config, *, gpu: bool = False) -> int:
+    """Every check, one line each; ``gpu``: then the full GPU check (``gpu.check``: builds
+    every engine, compares with the CPU, prints one table)."""
+    if gpu:
+        from .gpu.check import run_gpu_check
+        return run_gpu_check(cfg)
     failed = 0
     for name, check in CHECKS.items():
         try:

@@ -78,6 +78,12 @@ class Metrics:
         self.local_slots = Gauge("edge_scheduler_local_slots", "Requests committed to the "
                                  "local model, by state.", ["state"], registry=r)
         self._device: _DeviceGauges | None = None     # registered once there is a monitor
+        self.gpu_fallbacks = PCounter(
+            "edge_gpu_fallbacks", "A model's accelerated path that failed (at start or run) "
+            "and was passed over for the next one.", ["model", "path", "reason"], registry=r)
+        self.gpu_path = Gauge("edge_gpu_model_path_info", "1 for the path each small model "
+                              "(vad, nlu) runs on: tensorrt-native, tensorrt, cuda or cpu.",
+                              ["model", "path"], registry=r)
         for route in ROUTES:
             self.expert_ratio.labels(route)
         for result in ("hit", "miss", "skip"):
@@ -113,6 +119,13 @@ class Metrics:
 
     def observe_error(self, stage: str, code: str) -> None:
         self.errors.labels(stage, code).inc()
+
+    def observe_gpu_fallback(self, model: str, path: str, reason: str) -> None:
+        self.gpu_fallbacks.labels(model, path, reason).inc()
+
+    def set_gpu_path(self, model: str, path: str) -> None:
+        for p in ("tensorrt-native", "tensorrt", "cuda", "cpu"):
+            self.gpu_path.labels(model, p).set(1.0 if p == path else 0.0)
 
     def set_cloud_state(self, state: str) -> None:
         self.cloud_up.set(1.0 if state == "up" else 0.0)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from .clock import SYSTEM_CLOCK, Clock
 from .config import Config
 from .errors import EdgeError
+from .gpu.accel import Accelerator
 from .metrics import Metrics
 from .models.store import ModelStore
 from .pipeline import Pipeline, Stages
@@ -57,12 +58,15 @@ def load_llm(cfg: Config, store: ModelStore):
         return None, exc
 
 
-def build_stages(cfg: Config, clock: Clock = SYSTEM_CLOCK, *, with_llm: bool = True) -> Stages:
+def build_stages(cfg: Config, clock: Clock = SYSTEM_CLOCK, *, with_llm: bool = True,
+                 accel: Accelerator | None = None) -> Stages:
+    """``accel``: where the NLU encoder runs (``gpu.Accelerator``); None = the CPU."""
     from .cache import AnswerCache, make_key, ttl_for
     from .nlu import Understander
     from .skills import SkillRegistry
 
-    understander = Understander.from_config(cfg.nlu, cache_dir=cfg.paths.resolved_home() / "nlu")
+    understander = Understander.from_config(cfg.nlu, cache_dir=cfg.paths.resolved_home() / "nlu",
+                                            accel=accel)
     skills = SkillRegistry.from_config(cfg.skills, clock, lists=cfg.nlu.lists)
     if cfg.nlu.home:
         from .nlu.home.serve import attach_home, with_home_dir
@@ -93,16 +97,18 @@ class Runtime:
     stages: Stages
     metrics: Metrics
     pipeline: Pipeline
+    accel: Accelerator | None = None     # where the small models run (gpu/); None = CPU
 
     @classmethod
     def build(cls, cfg: Config, clock: Clock = SYSTEM_CLOCK) -> Runtime:
-        stages = build_stages(cfg, clock)
         metrics = Metrics()
+        accel = Accelerator.from_config(cfg, metrics=metrics, clock=clock)
+        stages = build_stages(cfg, clock, accel=accel)
         metrics.budget_seconds.set(cfg.scheduler.budget_ms / 1000.0)
         if stages.llm is not None:
             for provider in stages.llm.providers[:1]:
                 metrics.llm_device.labels(stages.llm.device, provider).set(1)
-        return cls(cfg, stages, metrics, Pipeline(cfg, stages, metrics, clock))
+        return cls(cfg, stages, metrics, Pipeline(cfg, stages, metrics, clock), accel)
 
     async def start(self) -> None:
         if self.stages.cloud is not None:

@@ -74,7 +74,10 @@ class DeviceProfile:
     ``simulated`` marks a profile whose telemetry comes from a recorded trace,
     ``trace`` names that trace (a file in ``edge_runtime/device/traces``);
     ``max_batch`` the recommended number of LLM sessions decoding together (1 = no
-    micro-batching), what ``llm.max_batch = 0`` resolves to (:meth:`llm_max_batch`).
+    micro-batching), what ``llm.max_batch = 0`` resolves to (:meth:`llm_max_batch`);
+    ``model_providers`` the path order of the small fixed-shape models (Silero VAD, the
+    NLU encoder): ``tensorrt-native`` (a TensorRT engine of their own, ``edge_runtime.gpu``),
+    ``tensorrt`` / ``cuda`` (onnxruntime providers), ``cpu``; ``gpu.*_providers`` override.
     """
 
     name: str
@@ -87,6 +90,7 @@ class DeviceProfile:
     simulated: bool = False
     trace: str | None = None
     max_batch: int = 1
+    model_providers: tuple[str, ...] = ("cpu",)
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_batch <= 16:
@@ -155,6 +159,7 @@ _BUILTIN: dict[str, DeviceProfile] = {p.name: p for p in (
         gpu_nominal_mhz=624.0,
         latency=_ORIN_NANO_LATENCY,
         max_batch=_ORIN_NANO_MAX_BATCH,
+        model_providers=("tensorrt-native", "tensorrt", "cuda", "cpu"),
         notes=("Jetson Orin Nano 8 GB, JetPack 6.1/6.2 (L4T r36.4, CUDA 12.6, TensorRT 10.3, "
                "Python 3.10). 7.6 GB unified memory shared by CPU and GPU, so the model "
                "budget leaves room for the OS, ASR and TTS. 6 Cortex-A78AE cores: 4 LLM "

@@ -93,6 +93,9 @@ def _provider_list(name: str, cache_dir: Path | None,
     return ["CPUExecutionProvider"]
 
 
+provider_list = _provider_list     # the same options for the small models' GPU paths (gpu/)
+
+
 def open_session(model_path: Path, names: Sequence[str], threads: int,
                  cache_dir: Path | None = None,
                  profiles: dict[str, str] | None = None) -> OpenedSession:

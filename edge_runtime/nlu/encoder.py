@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,10 +53,31 @@ def _fail(model_dir: Path, what: str) -> ModelDirError:
                               "or set nlu.model_dir to \"\" for the built-in classifier")
 
 
-def make_session(path: Path, threads: int = 1):
-    """An onnxruntime CPU session pinned to ``threads`` intra-op threads (1 = one core)."""
+def make_session(path: Path, threads: int = 1, accel: Any = None, spec_factory: Any = None):
+    """An onnxruntime CPU session pinned to ``threads`` intra-op threads (1 = one core);
+    with ``accel`` (``gpu.Accelerator``) and ``spec_factory``, a session on the device
+    profile's path (GPU or CPU) with the same call shape."""
+    if accel is not None and spec_factory is not None:
+        return accel.open("nlu", path, spec_factory, threads=threads, stage="nlu",
+                          what="NLU encoder")
     from ..onnx_session import build_session
     return build_session(path, threads=threads, stage="nlu", what="NLU encoder")
+
+
+def validation_texts(path: str | Path, max_lines: int) -> list[str]:
+    """Normalized texts of a JSONL file (one ``{"text": ...}`` a line, e.g. CLINC150's
+    val.jsonl), at most ``max_lines``."""
+    from .text import normalize_text
+    out: list[str] = []
+    with open(Path(path).expanduser(), encoding="utf-8") as f:
+        for line in f:
+            if len(out) >= max_lines:
+                break
+            if line.strip():
+                text = normalize_text(str(json.loads(line).get("text", "")))
+                if text:
+                    out.append(text)
+    return out
 
 
 def load_tokenizer(path: Path, max_tokens: int):
@@ -78,7 +100,7 @@ class EncoderIntentModel:
     """Loads a model directory once; ``probabilities`` is thread-safe (onnxruntime ``run``)."""
 
     def __init__(self, model_dir: str | Path, threads: int = 1,
-                 model_file: str = MODEL_FILE) -> None:
+                 model_file: str = MODEL_FILE, accel: Any = None) -> None:
         self.model_dir = Path(model_dir).expanduser()
         for name in (model_file, TOKENIZER_FILE, META_FILE):
             if not (self.model_dir / name).is_file():
@@ -95,7 +117,8 @@ class EncoderIntentModel:
         self.oos_threshold: float = float(meta.get("oos_threshold", 0.0))
         self.max_tokens: int = int(meta.get("max_tokens", 48))
         self._tok = load_tokenizer(self.model_dir / TOKENIZER_FILE, self.max_tokens)
-        self._session = make_session(self.model_dir / model_file, threads)
+        self._session = make_session(self.model_dir / model_file, threads, accel,
+                                     self._gpu_spec)
         self._in_scope = np.array([lab != self.oos_label for lab in self.labels])
         self._outputs = [o.name for o in self._session.get_outputs()]
         self.memory: NeighbourMemory | None = None
@@ -117,6 +140,28 @@ class EncoderIntentModel:
         log.info("NLU encoder model loaded from %s (%d labels, oos %s)", self.model_dir,
                  len(self.labels), "score: doubt + nearest neighbour" if self.scorer
                  else f"threshold {self.oos_threshold:.3f}")
+
+    def _gpu_spec(self, cpu: Any, settings: Any) -> Any:
+        """The engine's profile ([1, 1..max_tokens] token ids and mask), fixed inputs at
+        four lengths (random ids, full masks) whose outputs must agree with the CPU within
+        ``gpu.nlu_max_abs_error``, and the validation file's texts whose intents (argmax of
+        ``logits``) must agree on ``gpu.min_intent_agreement`` of them."""
+        from ..gpu.shapes import ModelSpec, ShapeProfile
+        n, vocab = self.max_tokens, int(self._tok.get_vocab_size())
+        rng = np.random.default_rng(0)
+
+        def feed(ids: Any) -> dict:
+            ids = np.asarray(ids, np.int64).reshape(1, -1)
+            return {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        fixed = tuple(feed(rng.integers(0, vocab, k)) for k in sorted({1, 2, max(1, n // 2), n}))
+        labels: tuple[dict, ...] = ()
+        if settings.validation_file:
+            labels = tuple(feed(self._tok.encode(t).ids or [0]) for t in validation_texts(
+                settings.validation_file, settings.validation_max_lines))
+        bounds = ((1, 1), (1, min(n, 16)), (1, n))
+        return ModelSpec("nlu", ShapeProfile({"input_ids": bounds, "attention_mask": bounds}),
+                         fixed, settings.tolerance("nlu", 0.05), labels, "logits",
+                         settings.min_label_agreement)
 
     def _run(self, text: str) -> list[np.ndarray]:
         enc = self._tok.encode(text)

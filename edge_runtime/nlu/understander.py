@@ -71,13 +71,14 @@ class Understander:
                  oos_threshold: float = 0.45, max_text_chars: int = 2000,
                  min_known_ratio: float = 0.5, settings: TrainSettings = TrainSettings(),
                  cache_dir: str | Path | None = None, model_dir: str | Path | None = None,
-                 threads: int = 1, hass_templates: bool = True) -> None:
+                 threads: int = 1, hass_templates: bool = True, accel: Any = None) -> None:
         """``cache_dir``: where trained models are kept between runs (keyed by a hash of the
         examples, lists and settings); None = train in memory at every start (~1 s).
         ``model_dir``: a trained encoder model (``edge-runtime nlu train``) used instead of
         the v1 classifier, run on ``threads`` onnxruntime threads; its calibrated threshold
         replaces ``oos_threshold``. ``hass_templates``: for a Home Assistant model, also
-        match hassil's templates (when installed at the pinned version; see module doc)."""
+        match hassil's templates (when installed at the pinned version; see module doc).
+        ``accel`` (``gpu.Accelerator``): the encoder runs on the device profile's path."""
         self.intents = intents
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self.oos_threshold = oos_threshold
@@ -85,7 +86,8 @@ class Understander:
         self.min_known_ratio = min_known_ratio
         self.extractor = Extractor(lists if lists is not None else NluConfig().lists)
         self._check_slots()
-        self._encoder = EncoderIntentModel(model_dir, threads) if model_dir else None
+        self._encoder = EncoderIntentModel(model_dir, threads, accel=accel) \
+            if model_dir else None
         self._hass = HassSlots(model_dir, hass_templates) \
             if model_dir and (Path(model_dir).expanduser() / HASS_FILE).is_file() else None
         if self._encoder is not None:
@@ -118,7 +120,8 @@ class Understander:
             _MODEL_CACHE.clear()
 
     @classmethod
-    def from_config(cls, cfg: NluConfig, cache_dir: str | Path | None = None) -> Understander:
+    def from_config(cls, cfg: NluConfig, cache_dir: str | Path | None = None,
+                    accel: Any = None) -> Understander:
         """Load ``cfg.intents_file`` ("" = built in) and train the classifier (about 1 s), or
         load it from ``cache_dir`` (e.g. ``<paths.home>/nlu``) when trained there before.
         With ``cfg.model_dir`` set (a trained encoder), use it instead, on ``cfg.threads``
@@ -131,7 +134,8 @@ class Understander:
         return cls(load_intents(intents_file), cfg.lists,
                    oos_threshold=cfg.oos_threshold, max_text_chars=cfg.max_text_chars,
                    cache_dir=cache_dir, model_dir=model_dir,
-                   threads=max(1, cfg.threads), hass_templates=cfg.hass_templates)
+                   threads=max(1, cfg.threads), hass_templates=cfg.hass_templates,
+                   accel=accel)
 
     def _check_slots(self) -> None:
         known = set(self.extractor.slot_names)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,12 +28,41 @@ def default_model_path() -> Path | None:
     return model_file("silero-vad", "silero_vad.onnx", "silero_vad", "data")
 
 
-class _Model:
-    """The loaded session, shared by every stream's engine (run is thread-safe)."""
+def gpu_spec(cpu: Any, settings: Any) -> Any:
+    """The engine's shapes (all fixed: one 576-sample window, a [2, 1, 128] state, the
+    scalar rate) and 16 fixed frames (tones and noise, states carried by the CPU session)
+    whose probability and state must agree with the CPU within ``gpu.vad_max_abs_error``."""
+    from ..gpu.shapes import ModelSpec, ShapeProfile
+    rng = np.random.default_rng(0)
+    t = np.arange(FRAME, dtype=np.float64) / RATE
+    state = np.zeros((2, 1, 128), np.float32)
+    context = np.zeros((1, CONTEXT), np.float32)
+    sr = np.array(RATE, dtype=np.int64)
+    feeds = []
+    for i in range(16):
+        tone = 0.3 * np.sin(2 * np.pi * (180 + 37 * i) * t) * (i % 3 != 0)
+        frame = (tone + 0.02 * rng.standard_normal(FRAME)).astype(np.float32).reshape(1, FRAME)
+        x = np.concatenate([context, frame], axis=1)
+        feed = {"input": x, "state": state, "sr": sr}
+        feeds.append(feed)
+        state = cpu.run(None, feed)[1]
+        context = x[:, -CONTEXT:]
+    fixed = ((1, FRAME + CONTEXT),) * 3
+    return ModelSpec("vad", ShapeProfile({"input": fixed, "state": ((2, 1, 128),) * 3}),
+                     tuple(feeds), settings.tolerance("vad", 0.02))
 
-    def __init__(self, path: Path, threads: int = 1) -> None:
-        self.session = build_session(path, threads=threads, stage="vad",
-                                     what="silero VAD model")
+
+class _Model:
+    """The loaded session, shared by every stream's engine (run is thread-safe). With an
+    ``accel`` (``gpu.Accelerator``) the session runs where the device profile says."""
+
+    def __init__(self, path: Path, threads: int = 1, accel: Any = None) -> None:
+        if accel is None:
+            self.session = build_session(path, threads=threads, stage="vad",
+                                         what="silero VAD model")
+        else:
+            self.session = accel.open("vad", path, gpu_spec, threads=threads, stage="vad",
+                                      what="silero VAD model")
         self.sr = np.array(RATE, dtype=np.int64)
 
 
@@ -41,7 +71,7 @@ class SileroVad:
     frame_samples = FRAME
 
     def __init__(self, model_path: str | Path | None = None, *, threads: int = 1,
-                 _model: _Model | None = None) -> None:
+                 accel: Any = None, _model: _Model | None = None) -> None:
         if _model is None:
             path = Path(model_path) if model_path else default_model_path()
             if path is None or not path.is_file():
@@ -49,7 +79,7 @@ class SileroVad:
                 raise ModelMissingError(f"silero VAD model not found ({where})", stage="vad",
                                         hint="pip install --no-deps silero-vad, or set "
                                              "vad.model_path; or use vad.backend = 'webrtc'")
-            _model = _Model(path, threads)
+            _model = _Model(path, threads, accel)
         self._model = _model
         self.reset()
 

@@ -60,7 +60,7 @@ class VoiceService:
                 grammar = grammar_from_intents(self.runtime.stages.understander.intents)
             self.stack = await loop.run_in_executor(
                 None, lambda: VoiceStack.load(self.cfg, paths=model_paths(store),
-                                              grammar=grammar))
+                                              grammar=grammar, accel=self.runtime.accel))
             self._owns_stack = True
             await self.stack.warm_up()
         except EdgeError as exc:

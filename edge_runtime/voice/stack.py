@@ -35,13 +35,15 @@ class VoiceStack:
     @classmethod
     def load(cls, cfg: Config | None = None, *, with_tts: bool = True,
              paths: dict[str, str] | None = None,
-             grammar: list[str] | None = None) -> VoiceStack:
+             grammar: list[str] | None = None, accel=None) -> VoiceStack:
         """Load every engine (blocking). ``paths`` (from ``model_paths``) fills model paths
-        left empty in the config; ``grammar`` is used when ``asr.grammar`` is set."""
+        left empty in the config; ``grammar`` is used when ``asr.grammar`` is set; ``accel``
+        (``gpu.Accelerator``) places the VAD model on the device profile's path."""
         cfg = cfg or Config()
         v, a, t = cfg.vad, cfg.asr, cfg.tts
         paths = paths or {}
-        vad = load_vad(v.backend, model_path=v.model_path or paths.get("vad", ""))
+        vad = load_vad(v.backend, model_path=v.model_path or paths.get("vad", ""),
+                       accel=accel)
         asr = load_asr(a.backend, model_dir=a.model_dir or
                        (paths.get("asr", "") if a.backend == "whisper" else ""),
                        threads=a.threads, beam_size=a.beam_size,

@@ -1,0 +1,122 @@
+"""The LLM part of the GPU check: the model on the CPU, CUDA and TensorRT providers, its
+greedy answer compared with the CPU's, and where each graph node ran.
+
+Placement comes from onnxruntime's session profiling (``SessionOptions.enable_profiling``;
+each ``Node`` event of the JSON trace names its ``provider`` and ``op_name``): one prefill
+of the real KV-cache graph on a profiled session, so "cuda" cannot be reported while the
+attention runs on the CPU (this fp32 graph's GroupQueryAttention has no CUDA kernel).
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..clock import Clock
+from ..errors import EdgeError
+from .check import Row
+
+PROMPT = "Name three colours of the rainbow."
+TOKENS = 24
+
+
+def placement_from_events(events: Iterable[dict]) -> tuple[Counter, Counter]:
+    """(nodes per provider, op types of the nodes on the CPU) from a profiling trace; a
+    node run several times counts once."""
+    seen: dict[str, tuple[str, str]] = {}
+    for e in events:
+        args = e.get("args") or {}
+        if e.get("cat") == "Node" and "provider" in args:
+            seen[e.get("name", "")] = (args["provider"], args.get("op_name", "?"))
+    per_provider = Counter(p for p, _ in seen.values())
+    cpu_ops = Counter(op for p, op in seen.values() if p == "CPUExecutionProvider")
+    return per_provider, cpu_ops
+
+
+def profile_placement(model_dir: Path, name: str, threads: int = 1) -> str:
+    """One line: how many nodes of the LLM graph ran on each provider with ``name`` first,
+    and which op types stayed on the CPU."""
+    import onnxruntime as ort
+
+    from ..llm.providers import OpenedSession, provider_list, trt_profiles
+    from ..llm.runner import PREFILL_CHUNK, KvRunner
+    from ..onnx_session import session_options
+    cfg = json.loads((model_dir / "model_config.json").read_text(encoding="utf-8"))
+    max_len = min(256, int(cfg["context_length"]))
+    with tempfile.TemporaryDirectory() as tmp:
+        so = session_options(threads)
+        so.enable_profiling = True
+        so.profile_file_prefix = str(Path(tmp) / "placement")
+        sess = ort.InferenceSession(
+            str(model_dir / cfg["model_file"]), so,
+            providers=provider_list(name, model_dir / "trt_cache",
+                                    trt_profiles(cfg, max_len, 1, PREFILL_CHUNK)))
+        runner = KvRunner(OpenedSession(sess, name, list(sess.get_providers()), []), cfg,
+                          max_len)
+        runner.feed([int(cfg.get("bos_token_id", 0))] * 4)
+        trace = Path(sess.end_profiling())
+        events = json.loads(trace.read_text(encoding="utf-8"))
+    per_provider, cpu_ops = placement_from_events(events)
+    nodes = ", ".join(f"{n} on {p.replace('ExecutionProvider', '')}"
+                      for p, n in per_provider.most_common())
+    on_cpu = ", ".join(f"{op} x{n}" for op, n in cpu_ops.most_common())
+    return f"llm placement with {name}: {nodes}" + (f"; on the CPU: {on_cpu}" if on_cpu else "")
+
+
+def _greedy(engine: Any) -> tuple[str, float]:
+    from ..types import GenerationParams, Message
+    params = GenerationParams(max_new_tokens=TOKENS, temperature=0.0, stop_at_sentence=0)
+    text = "".join(engine.generate([Message("user", PROMPT)], params))
+    return text, float(engine.last_stats.get("decode_tok_s") or 0.0)
+
+
+def llm_rows(cfg: Any, *, deadline: float, clock: Clock) -> tuple[list[Row], list[str]]:
+    from ..llm import OnnxLlmEngine
+    from ..models.store import ModelStore
+    try:
+        model_dir = ModelStore(cfg).llm_dir()
+    except EdgeError as exc:
+        return [Row("llm", "-", agreement=f"FAIL {exc.one_line()}")], []
+    rows, lines, reference = [], [], None
+    for name in ("cpu", "cuda", "tensorrt"):
+        if clock.monotonic() > deadline:
+            rows.append(Row("llm", name, agreement="skipped (time budget)"))
+            continue
+        t0 = clock.monotonic()
+        try:
+            engine = OnnxLlmEngine(model_dir, providers=[name], threads=cfg.llm.threads,
+                                   context_tokens=512)
+        except EdgeError as exc:
+            rows.append(Row("llm", name, agreement=f"FAIL {exc.one_line()}"))
+            continue
+        build_s = clock.monotonic() - t0
+        if engine.device != name:
+            rows.append(Row("llm", name, agreement=f"FAIL {name} unavailable (ran on "
+                                                   f"{engine.device})"))
+            continue
+        runs = [_greedy(engine) for _ in range(3)]
+        text = runs[0][0]
+        p50 = statistics.median(1e3 / r[1] for r in runs if r[1] > 0) if any(
+            r[1] > 0 for r in runs) else None
+        if reference is None:
+            reference, agreement = text, "reference"
+        else:
+            pairs = zip(text, reference, strict=False)
+            same = next((i for i, (a, b) in enumerate(pairs) if a != b),
+                        min(len(text), len(reference)))
+            agreement = "ok same greedy text" if text == reference else \
+                f"differs after {same} of {len(reference)} chars"
+        rows.append(Row("llm", name, round(build_s, 1), p50, agreement))
+        if name != "cpu":
+            try:
+                lines.append(profile_placement(model_dir, name, cfg.llm.threads))
+            except Exception as exc:   # placement is a report; the table stands without it
+                lines.append(f"llm placement with {name}: not measured ({exc})")
+    lines.append("llm: p50 ms is per decoded token (greedy, 24 tokens, median of 3)")
+    lines.append("llm: no fp16 variant in this build yet (the CUDA GroupQueryAttention kernel "
+                 "needs one); placement above shows what stayed on the CPU")
+    return rows, lines
