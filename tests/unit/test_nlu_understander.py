@@ -158,7 +158,7 @@ class _FakeEncoder:
                "set a timer for 5 minutes and 30 seconds": ("HassStartTimer", 0.99),
                "cancel all my timers": ("HassCancelAllTimers", 0.97)}
 
-    def __init__(self, model_dir, threads: int = 1) -> None:
+    def __init__(self, model_dir, threads: int = 1, accel=None) -> None:
         self.labels = tuple(sorted({n for n, _ in self.ANSWERS.values()})) + (OOS,)
         self.words = frozenset(w for s in self.ANSWERS for w in s.split())
 
