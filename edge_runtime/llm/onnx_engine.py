@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from .. import heap
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ModelLoadError, ModelMissingError
 from ..types import CancelToken, GenerationParams, Message
@@ -67,13 +68,14 @@ class OnnxLlmEngine(SingleSessionLoad):
         self.max_len = max(8, min(int(context_tokens), int(self.cfg["context_length"])))
         self._tok = _load_tokenizer(self.model_dir)
         vocab = int(self.cfg["vocab_size"])
-        specials = {t.content for t in self._tok.get_added_tokens_decoder().values() if t.special}
-        id_to_tok = {i: t for t, i in self._tok.get_vocab(with_added_tokens=True).items()}
-        skip = frozenset(i for i, t in id_to_tok.items() if t in specials)
+        skip = frozenset(int(i) for i, t in self._tok.get_added_tokens_decoder().items()
+                         if t.special)
         to_bytes = (spm_piece_to_bytes if self.cfg.get("tokenizer_kind") == "spm"
                     else byte_level_to_bytes)
+        # id by id (no vocab dicts: for a 262k vocabulary they cost ~35 MB at the load peak)
+        id_to_tok = self._tok.id_to_token
         self._vocab = Vocabulary(
-            token_bytes=[b"" if i in skip else to_bytes(id_to_tok.get(i, ""))
+            token_bytes=[b"" if i in skip else to_bytes(id_to_tok(i) or "")
                          for i in range(vocab)],
             skip_ids=skip,
             stop_ids=frozenset(int(i) for i in self.cfg["end_of_turn_token_ids"]))
@@ -83,6 +85,7 @@ class OnnxLlmEngine(SingleSessionLoad):
         self._lock = threading.Lock()
         self._init_load()
         self.last_stats: dict = {}
+        heap.trim()   # the tokenizer's freed load-time heap, before the session's own peak
         self._runner = self._open(list(providers))
 
     # -- LlmEngine protocol ----------------------------------------------------------------

@@ -20,9 +20,13 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from .gguf_weights import GgufModel, LlamaHParams, QTensor, dequantize, output_tensor
-from .quant import FLOAT_TYPES, NBitsWeight, can_fuse, concat_rows, to_nbits
+from .quant import FLOAT_TYPES, NBitsWeight, can_fuse, concat_rows, split_rows, to_nbits
 
 OPSET = 17
+# The output head is split into MatMulNBits nodes of at most this many rows (+ one Concat):
+# onnxruntime pre-packs each initializer and frees the original after it, so the load peak
+# holds one chunk twice instead of the whole head (Gemma 3's 262k x 640: 185 MB -> 46 MB)
+HEAD_CHUNK_ROWS = 65536
 IR_VERSION = 10  # onnxruntime >= 1.20 reads IR 10; onnx 1.23 would default to a newer one
 
 
@@ -292,9 +296,18 @@ class _Builder:
         # tied head: a second copy of the table (the "lm_head.*" initializers), because
         # onnxruntime's CPU MatMulNBits only pre-packs (and runs fast, 2 ms vs 330 ms per
         # token) an unshared initializer
-        self.linear(xn, self.weight(output_tensor(self.m).name), "lm_head", self.lm_acc,
-                    out="logits")
+        self.head(xn, self.weight(output_tensor(self.m).name))
         return self.finish()
+
+    def head(self, xn: str, w: Weight) -> None:
+        """``logits`` = xn @ head.T, in row chunks of HEAD_CHUNK_ROWS (see its comment)."""
+        if not isinstance(w, NBitsWeight) or w.n <= HEAD_CHUNK_ROWS:
+            self.linear(xn, w, "lm_head", self.lm_acc, out="logits")
+            return
+        parts = [self.linear(xn, split_rows(w, r, min(r + HEAD_CHUNK_ROWS, w.n)),
+                             f"lm_head.{i}", self.lm_acc)
+                 for i, r in enumerate(range(0, w.n, HEAD_CHUNK_ROWS))]
+        self.g.op("Concat", parts, axis=-1, outputs=["logits"])
 
     def finish(self) -> onnx.ModelProto:
         hp = self.hp
