@@ -54,7 +54,7 @@ class OnnxLlmEngine(SingleSessionLoad):
     def __init__(self, model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
                  threads: int = 2, model_name: str = "", context_tokens: int = 2048,
                  engine_cache_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK,
-                 reuse_prefix: bool = True, max_batch: int = 1,
+                 reuse_prefix: bool = True, max_batch: int = 1, spin_us: int = 0,
                  session_factory: Callable[..., OpenedSession] = open_session) -> None:
         self.reuse_prefix = reuse_prefix
         self._session_factory = session_factory
@@ -63,6 +63,7 @@ class OnnxLlmEngine(SingleSessionLoad):
         self.cfg = _load_config(self.model_dir)
         self.model_name = model_name or self.cfg.get("name", "") or self.model_dir.name
         self.threads = threads
+        self.spin_us = int(spin_us)
         self.clock = clock
         self._cache_dir = engine_cache_dir or (self.model_dir / "trt_cache")
         self.max_len = max(8, min(int(context_tokens), int(self.cfg["context_length"])))
@@ -123,7 +124,8 @@ class OnnxLlmEngine(SingleSessionLoad):
         while True:
             opened = self._session_factory(
                 path, names, self.threads, self._cache_dir,
-                trt_profiles(self.cfg, self.max_len, self._max_batch, PREFILL_CHUNK))
+                trt_profiles(self.cfg, self.max_len, self._max_batch, PREFILL_CHUNK),
+                spin_us=self.spin_us)
             runner = KvRunner(opened, self.cfg, self.max_len)
             try:
                 # warm-up: first-run allocations and weight page-ins happen here, not in the
@@ -225,7 +227,7 @@ def _load_tokenizer(model_dir: Path):
 def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
                 threads: int = 2, model_name: str = "", context_tokens: int = 2048,
                 engine_cache_dir: Path | None = None, max_batch: int = 1,
-                batch_context_tokens: int = 1024, reuse_prefix: bool = True):
+                batch_context_tokens: int = 1024, reuse_prefix: bool = True, spin_us: int = 0):
     """Open the model built by ``edge-runtime models build`` in ``model_dir``.
 
     ``max_batch`` > 1 returns a :class:`~edge_runtime.llm.batching.BatchingEngine` (same
@@ -236,12 +238,14 @@ def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cud
     device profile's", is resolved by the caller: :meth:`DeviceProfile.llm_max_batch`).
     Raises ModelMissingError (files absent) or
     ModelLoadError (corrupt or mismatched files); both carry a hint naming
-    ``edge-runtime models build``.
+    ``edge-runtime models build``. ``spin_us`` (``llm.spin_us``): the session's intra-op
+    threads busy-wait up to that long for the next op (0: they sleep; see
+    :func:`edge_runtime.onnx_session.spin_entries`).
     """
     engine = OnnxLlmEngine(Path(model_dir), providers=providers, threads=threads,
                            model_name=model_name, context_tokens=context_tokens,
                            engine_cache_dir=engine_cache_dir, reuse_prefix=reuse_prefix,
-                           max_batch=max_batch)
+                           max_batch=max_batch, spin_us=spin_us)
     if max_batch <= 1:
         return engine
     from .batching import BatchingEngine
