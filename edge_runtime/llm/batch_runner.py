@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .providers import OpenedSession
-from .runner import PREFILL_CHUNK, check_io
+from .runner import PREFILL_CHUNK, check_io, kv_dtype
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +63,11 @@ class BatchKvRunner:
         self._cap = self.max_len + 1   # + scratch position
         kvh, hd = int(cfg["num_key_value_heads"]), int(cfg["head_dim"])
         self._row_shape = [kvh, self._cap, hd]
-        self._row_bytes = kvh * self._cap * hd * 4
-        self.kv = [(np.zeros((self.max_batch, kvh, self._cap, hd), np.float32),
-                    np.zeros((self.max_batch, kvh, self._cap, hd), np.float32))
+        self._kv_dtype = kv_dtype(cfg)      # host buffers (fp16 for the fp16 variant)
+        self._row_bytes = kvh * self._cap * hd * np.dtype(self._kv_dtype).itemsize
+        self.kv: list[tuple[np.ndarray, np.ndarray]] = [
+                   (np.zeros((self.max_batch, kvh, self._cap, hd), self._kv_dtype),
+                    np.zeros((self.max_batch, kvh, self._cap, hd), self._kv_dtype))
                    for _ in range(self.n_layers)]
         self.lengths = [0] * self.max_batch
         self.tokens: list[list[int]] = [[] for _ in range(self.max_batch)]
@@ -92,8 +94,10 @@ class BatchKvRunner:
             for i, (k, v) in enumerate(self.kv):
                 for name, buf in (("key", k), ("value", v)):
                     ptr = buf.ctypes.data + first * self._row_bytes
-                    io.bind_input(f"past_key_values.{i}.{name}", "cpu", 0, np.float32, shape, ptr)
-                    io.bind_output(f"present.{i}.{name}", "cpu", 0, np.float32, shape, ptr)
+                    io.bind_input(f"past_key_values.{i}.{name}", "cpu", 0, self._kv_dtype,
+                                  shape, ptr)
+                    io.bind_output(f"present.{i}.{name}", "cpu", 0, self._kv_dtype, shape,
+                                   ptr)
             self._binds[key] = io
         return io
 

@@ -48,6 +48,14 @@ def available(names: Sequence[str]) -> list[str]:
     return out
 
 
+def model_precision(names: Sequence[str]) -> str:
+    """The build variant for a provider order: "fp16" when the first provider this
+    onnxruntime offers is CUDA or TensorRT (their GroupQueryAttention is fp16-only), else
+    "fp32"."""
+    order = available(names)
+    return "fp16" if order and order[0] in ("cuda", "tensorrt") else "fp32"
+
+
 def trt_profiles(cfg: dict, max_len: int, max_batch: int = 1,
                  prefill_chunk: int = 64) -> dict[str, str]:
     """TensorRT explicit shape profiles (min / opt / max) for every decoder input.

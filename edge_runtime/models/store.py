@@ -136,15 +136,30 @@ class ModelStore:
     def file_path(self, name: str, index: int = 0) -> Path:
         return self.files_dir(name) / self.entry(name).files[index].name
 
-    def built_dir(self, name: str) -> Path:
-        return self.root / name / "onnx"
+    def built_dir(self, name: str, precision: str = "fp32") -> Path:
+        """``onnx`` (the fp32 build, every provider) or ``onnx-fp16`` (the variant the CUDA
+        and TensorRT providers run: their GroupQueryAttention is fp16-only)."""
+        return self.root / name / ("onnx" if precision == "fp32" else f"onnx-{precision}")
 
     def llm_dir(self) -> Path:
-        """The built LLM directory the engine loads, or ModelMissingError naming the fix."""
+        """The built LLM directory the engine loads, or ModelMissingError naming the fix.
+        When the first provider this onnxruntime offers is CUDA or TensorRT and the fp16
+        variant is built, that one; else the fp32 build (on a GPU without the variant, a
+        warning: its attention then runs on the CPU provider)."""
         if self.cfg.llm.model_dir:
             d = Path(self.cfg.llm.model_dir).expanduser()
         else:
+            from ..llm.providers import model_precision
+
             d = self.built_dir(self.cfg.llm.model)
+            if model_precision(self.cfg.llm.providers) == "fp16":
+                fp16 = self.built_dir(self.cfg.llm.model, "fp16")
+                if (fp16 / "model.onnx").is_file():
+                    return fp16
+                log.warning("LLM %s: the GPU provider runs the fp32 build (attention on "
+                            "the CPU provider); build the fp16 variant with `edge-runtime "
+                            "models build %s --precision fp16`", self.cfg.llm.model,
+                            self.cfg.llm.model)
         if not (d / "model.onnx").is_file():
             raise ModelMissingError(f"LLM model {self.cfg.llm.model!r} is not built ({d} has no "
                                     f"model.onnx)", hint=FIX)
@@ -282,9 +297,9 @@ class ModelStore:
         return p
 
     # -- build ---------------------------------------------------------------------------
-    def build(self, name: str, force: bool = False) -> Path:
+    def build(self, name: str, force: bool = False, precision: str = "fp32") -> Path:
         entry = self.entry(name)
-        out = self.built_dir(name)
+        out = self.built_dir(name, precision)
         if entry.build != "gguf2onnx":
             raise ConfigError(f"model {name} has no build step (build = {entry.build!r})")
         if (out / "model.onnx").is_file() and not force:
@@ -298,7 +313,7 @@ class ModelStore:
                               hint="pip install 'edge-runtime[build]'") from None
         # checks the GGUF first, builds in a temporary directory and swaps it in: a bad
         # source raises a typed error and leaves the previously built model in place
-        build_llm(src, out, accuracy_level=self.cfg.llm.accuracy_level)
+        build_llm(src, out, accuracy_level=self.cfg.llm.accuracy_level, precision=precision)
         return out
 
 

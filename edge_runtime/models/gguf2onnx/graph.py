@@ -30,17 +30,29 @@ HEAD_CHUNK_ROWS = 65536
 IR_VERSION = 10  # onnxruntime >= 1.20 reads IR 10; onnx 1.23 would default to a newer one
 
 
+PRECISIONS = {"fp32": (np.float32, TensorProto.FLOAT), "fp16": (np.float16, TensorProto.FLOAT16)}
+
+
 class _Graph:
-    def __init__(self) -> None:
+    """Nodes and initializers; every float constant is stored in the graph's float type
+    (``precision``), counting the values fp16 cannot hold exactly (``rounded``)."""
+
+    def __init__(self, precision: str = "fp32") -> None:
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self._n = 0
+        self.np_float, self.float_type = PRECISIONS[precision]
+        self.rounded = 0          # float constant values changed by the cast to fp16
 
     def name(self, base: str) -> str:
         self._n += 1
         return f"{base}_{self._n}"
 
     def const(self, name: str, arr: np.ndarray) -> str:
+        if arr.dtype.kind == "f" and arr.dtype != self.np_float:
+            cast = arr.astype(self.np_float)
+            self.rounded += int(np.count_nonzero(cast.astype(arr.dtype) != arr))
+            arr = cast
         self.inits.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
         return name
 
@@ -57,12 +69,12 @@ Weight = NBitsWeight | np.ndarray   # quantized blocks, or fp32 [N, K] for F32/F
 
 class _Builder:
     def __init__(self, model: GgufModel, accuracy_level: int, lm_head_accuracy_level: int,
-                 last_only: bool = True) -> None:
+                 last_only: bool = True, precision: str = "fp32") -> None:
         self.last_only = last_only
         self.m = model
         self.hp: LlamaHParams = model.hparams
         self.spec = self.hp.spec
-        self.g = _Graph()
+        self.g = _Graph(precision)
         self.acc = accuracy_level
         self.lm_acc = lm_head_accuracy_level
         self._made: set[str] = set()
@@ -180,7 +192,7 @@ class _Builder:
             if zps is None or np.any(zps != zps.flat[0]):
                 raise ValueError("token_embd: per-block 4-bit zero points are not supported")
             (rows,) = g.op("Gather", [g.const("embed.B", q), "input_ids"], axis=0)
-            (rows_f,) = g.op("Cast", [rows], to=TensorProto.FLOAT)
+            (rows_f,) = g.op("Cast", [rows], to=g.float_type)
             (centered,) = g.op("Sub", [rows_f, g.const("embed.zp",
                                                         np.array(zps.flat[0], np.float32))])
             scales = g.const("embed.scales", w.scales.reshape(w.n, nb, 1))
@@ -301,23 +313,29 @@ class _Builder:
 
     def head(self, xn: str, w: Weight) -> None:
         """``logits`` = xn @ head.T, in row chunks of HEAD_CHUNK_ROWS (see its comment)."""
+        g = self.g
+        fp32 = g.float_type == TensorProto.FLOAT
+        out = "logits" if fp32 else g.name("logits16")   # fp16: one Cast to fp32 logits
         if not isinstance(w, NBitsWeight) or w.n <= HEAD_CHUNK_ROWS:
-            self.linear(xn, w, "lm_head", self.lm_acc, out="logits")
-            return
-        parts = [self.linear(xn, split_rows(w, r, min(r + HEAD_CHUNK_ROWS, w.n)),
-                             f"lm_head.{i}", self.lm_acc)
-                 for i, r in enumerate(range(0, w.n, HEAD_CHUNK_ROWS))]
-        self.g.op("Concat", parts, axis=-1, outputs=["logits"])
+            self.linear(xn, w, "lm_head", self.lm_acc, out=out)
+        else:
+            parts = [self.linear(xn, split_rows(w, r, min(r + HEAD_CHUNK_ROWS, w.n)),
+                                 f"lm_head.{i}", self.lm_acc)
+                     for i, r in enumerate(range(0, w.n, HEAD_CHUNK_ROWS))]
+            g.op("Concat", parts, axis=-1, outputs=[out])
+        if not fp32:
+            g.op("Cast", [out], to=TensorProto.FLOAT, outputs=["logits"])
 
     def finish(self) -> onnx.ModelProto:
         hp = self.hp
-        f, i64 = TensorProto.FLOAT, TensorProto.INT64
+        f, i64 = self.g.float_type, TensorProto.INT64
         kv = [hp.n_kv_heads, hp.head_dim]
         inputs = [helper.make_tensor_value_info("input_ids", i64, ["batch", "seq"]),
                   helper.make_tensor_value_info("attention_mask", i64, ["batch", "total_seq"]),
                   helper.make_tensor_value_info("position_ids", i64, ["batch", "seq"])]
-        outputs = [helper.make_tensor_value_info("logits", f, ["batch", 1 if self.last_only
-                                                              else "seq", hp.vocab])]
+        outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                                 ["batch", 1 if self.last_only else "seq",
+                                                  hp.vocab])]
         for i in range(hp.n_layers):
             for kind in ("key", "value"):
                 inputs.append(helper.make_tensor_value_info(
@@ -351,13 +369,22 @@ def rope_inv_freq(model: GgufModel, base: float, scale: float = 1.0) -> np.ndarr
 
 def build_graph(model: GgufModel, accuracy_level: int = 4,
                 lm_head_accuracy_level: int = 4, last_only: bool = True,
-                report: dict | None = None) -> onnx.ModelProto:
+                report: dict | None = None, precision: str = "fp32") -> onnx.ModelProto:
     """The decoder as an in-memory ModelProto (no I/O). ``last_only``: ``logits`` is
     [B, 1, V], the last position's (what generation needs); else [B, S, V]. ``report``, when
     given, receives ``approximated``: {tensor: (type, max abs error)} for tensors whose
-    block type had to be re-quantized (empty for the exactly mapped types)."""
-    b = _Builder(model, accuracy_level, lm_head_accuracy_level, last_only)
+    block type had to be re-quantized (empty for the exactly mapped types), and
+    ``fp16_rounded``: how many float constant values (scales, block offsets, norms, rope
+    tables) the ``precision="fp16"`` variant could not hold exactly (0 for fp32).
+
+    ``precision`` "fp16" (for the CUDA / TensorRT providers: their GroupQueryAttention is
+    fp16-only) makes activations, KV cache and float constants fp16; the 4/8-bit weight
+    blocks are unchanged and ``logits`` stays fp32 (one Cast)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, not {precision!r}")
+    b = _Builder(model, accuracy_level, lm_head_accuracy_level, last_only, precision)
     proto = b.build()
     if report is not None:
         report["approximated"] = dict(b.approximated)
+        report["fp16_rounded"] = b.g.rounded
     return proto
