@@ -20,7 +20,8 @@ from .tokenizer import write_tokenizer
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "gguf2onnx-3"   # 2: logits for the last position only; 3: architectures
+BUILDER_VERSION = "gguf2onnx-4"   # 2: last-position logits; 3: architectures; 4: head in
+#                                   row chunks, fp16 variant
 MODEL_FILE = "model.onnx"
 EXTERNAL_DATA_FILE = "model.onnx.data"
 
