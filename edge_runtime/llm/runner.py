@@ -30,6 +30,13 @@ def kv_dtype(cfg: dict) -> type:
     return np.float16 if name == "float16" else np.float32
 
 
+def kv_device(cfg: dict, device: str) -> str:
+    """Where the KV cache lives: on the GPU for the fp16 variant under CUDA / TensorRT
+    (their GroupQueryAttention appends in place there), else in host memory (an fp32
+    model's attention runs on the CPU provider on every device)."""
+    return "cuda" if kv_dtype(cfg) == np.float16 and device in ("cuda", "tensorrt") else "cpu"
+
+
 def check_io(sess: Any, n_layers: int) -> None:
     """Raise ModelLoadError unless ``sess`` has the KV-cache graph's inputs and outputs."""
     ins = {i.name for i in sess.get_inputs()}
@@ -64,8 +71,7 @@ class KvRunner:
         # host buffers keep the in-place shared past/present update); the fp16 variant
         # (``models build --precision fp16``) keeps it on the GPU when CUDA/TensorRT runs it.
         self.kv_dtype = kv_dtype(cfg)
-        self.kv_device = ("cuda" if self.kv_dtype == np.float16
-                          and self.device in ("cuda", "tensorrt") else "cpu")
+        self.kv_device = kv_device(cfg, self.device)
         shape = [1, int(cfg["num_key_value_heads"]), self.max_len, int(cfg["head_dim"])]
         self.kv = [tuple(ort.OrtValue.ortvalue_from_shape_and_type(shape, self.kv_dtype,
                                                                    self.kv_device, 0)

@@ -117,3 +117,26 @@ def test_cli_takes_the_precision():
     args = build_parser().parse_args(["models", "build", "gemma3-270m", "--precision", "fp16"])
     assert args.precision == "fp16"
     assert build_parser().parse_args(["models", "check", "x"]).precision == "fp32"
+
+
+def test_kv_cache_goes_to_the_gpu_only_for_the_fp16_variant():
+    from edge_runtime.llm.runner import kv_device
+
+    fp16, fp32 = {"kv_cache_dtype": "float16"}, {"kv_cache_dtype": "float32"}
+    assert kv_device(fp16, "cuda") == kv_device(fp16, "tensorrt") == "cuda"
+    assert kv_device(fp16, "cpu") == kv_device(fp32, "cuda") == kv_device({}, "cuda") == "cpu"
+
+
+def test_batched_engine_decodes_the_fp16_variant_alike(builds):
+    from edge_runtime.llm import load_engine
+    from edge_runtime.types import GenerationParams, Message
+
+    greedy = GenerationParams(temperature=0.0, max_new_tokens=10, stop_at_sentence=0)
+    msgs = [Message("user", "the cat")]
+    texts = []
+    for prec in ("fp32", "fp16"):
+        eng = load_engine(builds["llama", prec], providers=("cpu",), threads=1,
+                          context_tokens=64, max_batch=2, batch_context_tokens=64)
+        texts.append("".join(eng.generate(msgs, greedy)))
+        eng.close()
+    assert texts[0] == texts[1]
