@@ -180,6 +180,15 @@ class ModelStore:
                                     f"model.onnx)", hint=FIX)
         return d
 
+    def require_built(self, name: str, precision: str = "fp32") -> Path:
+        """``built_dir(name, precision)`` when it holds a model, else ModelMissingError."""
+        d = self.built_dir(name, precision)
+        if not (d / "model.onnx").is_file():
+            flag = "" if precision == "fp32" else f" --precision {precision}"
+            raise ModelMissingError(f"model {name!r} is not built ({d} has no model.onnx)",
+                                    hint=f"run `edge-runtime models build {name}{flag}`")
+        return d
+
     # -- pull --------------------------------------------------------------------------
     def pull(self, name: str, force: bool = False) -> list[Path]:
         entry = self.entry(name)

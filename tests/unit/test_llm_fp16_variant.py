@@ -140,3 +140,26 @@ def test_batched_engine_decodes_the_fp16_variant_alike(builds):
         texts.append("".join(eng.generate(msgs, greedy)))
         eng.close()
     assert texts[0] == texts[1]
+
+
+def test_gpu_check_runs_the_fp16_variant_on_the_gpu_rows(builds, tmp_path):
+    import shutil
+
+    from edge_runtime.clock import SYSTEM_CLOCK
+    from edge_runtime.config import load_config
+    from edge_runtime.gpu.check_llm import llm_rows
+    from edge_runtime.models.store import ModelStore
+
+    cfg = load_config(env={}).with_overrides(paths={"home": str(tmp_path)},
+                                             llm={"threads": 1})
+    store = ModelStore(cfg)
+    rows, _ = llm_rows(cfg, deadline=SYSTEM_CLOCK.monotonic() + 60, clock=SYSTEM_CLOCK)
+    assert len(rows) == 1 and "models build" in rows[0].agreement    # nothing built
+    shutil.copytree(builds["llama", "fp32"], store.built_dir(cfg.llm.model))
+    _, lines = llm_rows(cfg, deadline=SYSTEM_CLOCK.monotonic() + 60, clock=SYSTEM_CLOCK)
+    assert any("no fp16 variant built" in line and "--precision fp16" in line
+               for line in lines)
+    shutil.copytree(builds["llama", "fp16"], store.built_dir(cfg.llm.model, "fp16"))
+    rows, lines = llm_rows(cfg, deadline=SYSTEM_CLOCK.monotonic() + 60, clock=SYSTEM_CLOCK)
+    assert [r.path for r in rows] == ["cpu", "cuda", "tensorrt"]
+    assert any("ran the fp16 variant" in line for line in lines)
