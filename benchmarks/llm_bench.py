@@ -170,8 +170,12 @@ def _spec(args: argparse.Namespace) -> dict:
             "stop_ids": sorted(eng._vocab.stop_ids)}
     del eng
     if not args.no_fidelity:
-        ids = Tokenizer.from_file(str(args.model_dir / "tokenizer.json")).encode(DEFAULT_TEXT).ids
-        ref = reference_logits(read_gguf(args.gguf), ids).argmax(-1)
+        model = read_gguf(args.gguf)
+        ids = Tokenizer.from_file(str(args.model_dir / "tokenizer.json")).encode(
+            DEFAULT_TEXT, add_special_tokens=False).ids
+        if model.metadata.get("add_bos"):   # as the engine and `models check` feed it (Gemma)
+            ids = [model.bos_id] + ids
+        ref = reference_logits(model, ids).argmax(-1)
         path = Path(tempfile.mkdtemp(prefix="llm_bench_")) / "reference_argmax.npy"
         np.save(path, ref)
         spec.update(fidelity_ids=ids, reference_argmax=str(path))
