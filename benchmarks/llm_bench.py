@@ -1,7 +1,7 @@
 """Local LLM benchmark: this engine vs llama.cpp on the same GGUF, side by side.
 
     edge-runtime bench llm [--model NAME] [--gguf PATH] [--model-dir DIR] [--threads 2]
-                           [--runs 7] [--decode-tokens 64] [--batching 1,2,4,8,16]
+                           [--spin-us 0] [--runs 7] [--decode-tokens 64] [--batching 1,2,4,8,16]
                            [--batch-seconds 8] [--no-llama-cpp]
                            [--llama-policy both|passive|spin] [--no-fidelity] [--json]
 
@@ -159,6 +159,7 @@ def _spec(args: argparse.Namespace) -> dict:
     eng = load_engine(args.model_dir, providers=("cpu",), threads=1, context_tokens=64)
     msgs = [Message("system", SYSTEM), Message("user", QUESTION)]
     spec = {"gguf": str(args.gguf), "model_dir": str(args.model_dir), "threads": args.threads,
+            "spin_us": args.spin_us,
             "decode_tokens": args.decode_tokens, "n_ctx": 2048,
             "messages": [[m.role, m.content] for m in msgs],
             "prompt_ids": eng.prompt.tokens(msgs), "questions": QUESTIONS,
@@ -169,8 +170,12 @@ def _spec(args: argparse.Namespace) -> dict:
             "stop_ids": sorted(eng._vocab.stop_ids)}
     del eng
     if not args.no_fidelity:
-        ids = Tokenizer.from_file(str(args.model_dir / "tokenizer.json")).encode(DEFAULT_TEXT).ids
-        ref = reference_logits(read_gguf(args.gguf), ids).argmax(-1)
+        model = read_gguf(args.gguf)
+        ids = Tokenizer.from_file(str(args.model_dir / "tokenizer.json")).encode(
+            DEFAULT_TEXT, add_special_tokens=False).ids
+        if model.metadata.get("add_bos"):   # as the engine and `models check` feed it (Gemma)
+            ids = [model.bos_id] + ids
+        ref = reference_logits(model, ids).argmax(-1)
         path = Path(tempfile.mkdtemp(prefix="llm_bench_")) / "reference_argmax.npy"
         np.save(path, ref)
         spec.update(fidelity_ids=ids, reference_argmax=str(path))
@@ -245,6 +250,7 @@ def bench(args: argparse.Namespace) -> dict:
     out["model"] = args.model
     out["runs"] = args.runs
     out["threads"] = args.threads
+    out["spin_us"] = args.spin_us
     out["model_dir"] = str(args.model_dir)
     out["load_avg_1m"] = round(os.getloadavg()[0], 2)   # other work on the box skews timings
     return out
@@ -274,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gguf", type=Path, help="default: the model's pulled GGUF")
     ap.add_argument("--model-dir", type=Path, help="default: the model's built ONNX directory")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--spin-us", type=int, default=0,
+                    help="our engine's llm.spin_us: intra-op threads busy-wait up to this many "
+                         "microseconds for the next op (0 = sleep, the config default)")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--batching", default="1,2,4,8,16",

@@ -36,7 +36,7 @@ class Ours:
 
         self.spec = spec
         self.eng = load_engine(Path(spec["model_dir"]), providers=("cpu",),
-                               threads=spec["threads"])
+                               threads=spec["threads"], spin_us=spec.get("spin_us", 0))
         self.Message = Message
         self.params = GenerationParams(temperature=0.0, repetition_penalty=1.0,
                                        stop_at_sentence=0, max_new_tokens=spec["decode_tokens"])

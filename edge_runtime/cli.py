@@ -188,7 +188,9 @@ def cmd_models(args: argparse.Namespace) -> int:
     elif args.action == "build":
         for name in names:
             if store.entry(name).build:
-                print(f"{name}: built {store.build(name, force=args.force)}")
+                out = store.build(name, force=args.force,
+                                  precision=getattr(args, "precision", "fp32"))
+                print(f"{name}: built {out}")
         if cfg.nlu.home and not getattr(args, "name", None):
             from .nlu.home.serve import with_home_dir
             from .nlu.train.home.build import build_default
@@ -210,7 +212,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     elif args.action == "check":
         from .models.gguf2onnx import check_fidelity
         for name in names:
-            report = check_fidelity(store.require_source(name), store.built_dir(name))
+            report = check_fidelity(store.require_source(name),
+                                    store.built_dir(name, getattr(args, "precision", "fp32")))
             print(json.dumps({"model": name, **report}))
     return 0
 
@@ -282,6 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
         a.add_argument("name", nargs="?")
         if action in ("pull", "build"):
             a.add_argument("--force", action="store_true")
+        if action in ("build", "check"):
+            a.add_argument("--precision", choices=("fp32", "fp16"), default="fp32",
+                           help="fp16: the variant for the CUDA / TensorRT providers, in "
+                           "<model>/onnx-fp16 (chosen when one of them runs the LLM)")
         if action in ("list", "check"):
             a.add_argument("--json", action="store_true", help="one JSON object (check: "
                            "always; top1_agreement is its fidelity figure)")

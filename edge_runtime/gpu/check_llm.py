@@ -4,7 +4,8 @@ greedy answer compared with the CPU's, and where each graph node ran.
 Placement comes from onnxruntime's session profiling (``SessionOptions.enable_profiling``;
 each ``Node`` event of the JSON trace names its ``provider`` and ``op_name``): one prefill
 of the real KV-cache graph on a profiled session, so "cuda" cannot be reported while the
-attention runs on the CPU (this fp32 graph's GroupQueryAttention has no CUDA kernel).
+attention runs on the CPU (the fp32 graph's GroupQueryAttention has no CUDA kernel; the
+fp16 variant, `models build NAME --precision fp16`, is what the GPU rows run when built).
 """
 from __future__ import annotations
 
@@ -77,18 +78,25 @@ def _greedy(engine: Any) -> tuple[str, float]:
 def llm_rows(cfg: Any, *, deadline: float, clock: Clock) -> tuple[list[Row], list[str]]:
     from ..llm import OnnxLlmEngine
     from ..models.store import ModelStore
+    store = ModelStore(cfg)
     try:
-        model_dir = ModelStore(cfg).llm_dir()
+        model_dir = store.llm_dir() if cfg.llm.model_dir else store.require_built(cfg.llm.model)
     except EdgeError as exc:
         return [Row("llm", "-", agreement=f"FAIL {exc.one_line()}")], []
+    # the GPU providers run the fp16 variant when it is built (`models build NAME
+    # --precision fp16`): their GroupQueryAttention is fp16-only
+    fp16_dir = None if cfg.llm.model_dir else store.built_dir(cfg.llm.model, "fp16")
+    if fp16_dir is not None and not (fp16_dir / "model.onnx").is_file():
+        fp16_dir = None
     rows, lines, reference = [], [], None
     for name in ("cpu", "cuda", "tensorrt"):
         if clock.monotonic() > deadline:
             rows.append(Row("llm", name, agreement="skipped (time budget)"))
             continue
         t0 = clock.monotonic()
+        run_dir = fp16_dir if fp16_dir is not None and name != "cpu" else model_dir
         try:
-            engine = OnnxLlmEngine(model_dir, providers=[name], threads=cfg.llm.threads,
+            engine = OnnxLlmEngine(run_dir, providers=[name], threads=cfg.llm.threads,
                                    context_tokens=512)
         except EdgeError as exc:
             rows.append(Row("llm", name, agreement=f"FAIL {exc.one_line()}"))
@@ -113,10 +121,15 @@ def llm_rows(cfg: Any, *, deadline: float, clock: Clock) -> tuple[list[Row], lis
         rows.append(Row("llm", name, round(build_s, 1), p50, agreement))
         if name != "cpu":
             try:
-                lines.append(profile_placement(model_dir, name, cfg.llm.threads))
+                lines.append(profile_placement(run_dir, name, cfg.llm.threads))
             except Exception as exc:   # placement is a report; the table stands without it
                 lines.append(f"llm placement with {name}: not measured ({exc})")
     lines.append("llm: p50 ms is per decoded token (greedy, 24 tokens, median of 3)")
-    lines.append("llm: no fp16 variant in this build yet (the CUDA GroupQueryAttention kernel "
-                 "needs one); placement above shows what stayed on the CPU")
+    if fp16_dir is not None:
+        lines.append(f"llm: cuda and tensorrt ran the fp16 variant ({fp16_dir}); the cpu "
+                     "reference is the fp32 build")
+    else:
+        lines.append(f"llm: no fp16 variant built (`edge-runtime models build {cfg.llm.model} "
+                     "--precision fp16`; the CUDA GroupQueryAttention kernel needs one); "
+                     "placement above shows what stayed on the CPU")
     return rows, lines

@@ -16,7 +16,8 @@ instead of computed: the KV of a position depends only on the tokens up to it. A
 may stop after ``limit`` new tokens and resume on the next call (the slot keeps what it
 computed), so the engine can run decode steps between the chunks of a long prompt.
 Buffers are ``np.zeros`` (pages committed as rows fill; 45 KiB per token per slot for
-SmolLM2-135M).
+SmolLM2-135M); the fp16 variant under CUDA / TensorRT keeps them on the GPU (rows bound by
+device pointer; a prefix another slot holds is then recomputed, not copied).
 
 Batched prefill was measured and left out: GroupQueryAttention takes several rows of more
 than one token only as a first prompt (no past; onnxruntime refuses batch > 1 with a past
@@ -29,11 +30,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from .providers import OpenedSession
-from .runner import PREFILL_CHUNK, check_io
+from .runner import PREFILL_CHUNK, check_io, kv_device, kv_dtype
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +65,22 @@ class BatchKvRunner:
         self._cap = self.max_len + 1   # + scratch position
         kvh, hd = int(cfg["num_key_value_heads"]), int(cfg["head_dim"])
         self._row_shape = [kvh, self._cap, hd]
-        self._row_bytes = kvh * self._cap * hd * 4
-        self.kv = [(np.zeros((self.max_batch, kvh, self._cap, hd), np.float32),
-                    np.zeros((self.max_batch, kvh, self._cap, hd), np.float32))
-                   for _ in range(self.n_layers)]
+        self._kv_dtype = kv_dtype(cfg)      # fp16 for the fp16 variant
+        self.kv_device = kv_device(cfg, self.device)   # its GPU runs: device buffers
+        self._row_bytes = kvh * self._cap * hd * np.dtype(self._kv_dtype).itemsize
+        full = (self.max_batch, kvh, self._cap, hd)
+        if self.kv_device == "cpu":
+            self.kv: list[tuple[Any, Any]] = [
+                (np.zeros(full, self._kv_dtype), np.zeros(full, self._kv_dtype))
+                for _ in range(self.n_layers)]
+            self._kv_ptrs = [(k.ctypes.data, v.ctypes.data) for k, v in self.kv]
+        else:
+            import onnxruntime as ort
+
+            self.kv = [tuple(ort.OrtValue.ortvalue_from_shape_and_type(
+                list(full), self._kv_dtype, self.kv_device, 0) for _ in range(2))
+                for _ in range(self.n_layers)]
+            self._kv_ptrs = [(k.data_ptr(), v.data_ptr()) for k, v in self.kv]
         self.lengths = [0] * self.max_batch
         self.tokens: list[list[int]] = [[] for _ in range(self.max_batch)]
         self._prompts: list[tuple[list[int], np.ndarray] | None] = [None] * self.max_batch
@@ -89,11 +103,14 @@ class BatchKvRunner:
             shape = [rows] + self._row_shape
             io.bind_output("logits", "cpu", 0, np.float32, [rows, 1, self.vocab],
                            self._logits.ctypes.data)
-            for i, (k, v) in enumerate(self.kv):
-                for name, buf in (("key", k), ("value", v)):
-                    ptr = buf.ctypes.data + first * self._row_bytes
-                    io.bind_input(f"past_key_values.{i}.{name}", "cpu", 0, np.float32, shape, ptr)
-                    io.bind_output(f"present.{i}.{name}", "cpu", 0, np.float32, shape, ptr)
+            dev = self.kv_device
+            for i, (k, v) in enumerate(self._kv_ptrs):
+                for name, base in (("key", k), ("value", v)):
+                    ptr = base + first * self._row_bytes
+                    io.bind_input(f"past_key_values.{i}.{name}", dev, 0, self._kv_dtype,
+                                  shape, ptr)
+                    io.bind_output(f"present.{i}.{name}", dev, 0, self._kv_dtype, shape,
+                                   ptr)
             self._binds[key] = io
         return io
 
@@ -160,7 +177,7 @@ class BatchKvRunner:
                 k = min(common_prefix(self.tokens[other], ids), len(ids) - 1)
                 if k > best:
                     best, src = k, other
-        if src < 0:
+        if src < 0 or self.kv_device != "cpu":   # GPU rows: recomputed, not copied
             return keep
         for k_buf, v_buf in self.kv:
             k_buf[slot, :, keep:best] = k_buf[src, :, keep:best]

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from .. import heap
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ModelLoadError, ModelMissingError
 from ..types import CancelToken, GenerationParams, Message
@@ -53,7 +54,7 @@ class OnnxLlmEngine(SingleSessionLoad):
     def __init__(self, model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
                  threads: int = 2, model_name: str = "", context_tokens: int = 2048,
                  engine_cache_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK,
-                 reuse_prefix: bool = True, max_batch: int = 1,
+                 reuse_prefix: bool = True, max_batch: int = 1, spin_us: int = 0,
                  session_factory: Callable[..., OpenedSession] = open_session) -> None:
         self.reuse_prefix = reuse_prefix
         self._session_factory = session_factory
@@ -62,18 +63,20 @@ class OnnxLlmEngine(SingleSessionLoad):
         self.cfg = _load_config(self.model_dir)
         self.model_name = model_name or self.cfg.get("name", "") or self.model_dir.name
         self.threads = threads
+        self.spin_us = int(spin_us)
         self.clock = clock
         self._cache_dir = engine_cache_dir or (self.model_dir / "trt_cache")
         self.max_len = max(8, min(int(context_tokens), int(self.cfg["context_length"])))
         self._tok = _load_tokenizer(self.model_dir)
         vocab = int(self.cfg["vocab_size"])
-        specials = {t.content for t in self._tok.get_added_tokens_decoder().values() if t.special}
-        id_to_tok = {i: t for t, i in self._tok.get_vocab(with_added_tokens=True).items()}
-        skip = frozenset(i for i, t in id_to_tok.items() if t in specials)
+        skip = frozenset(int(i) for i, t in self._tok.get_added_tokens_decoder().items()
+                         if t.special)
         to_bytes = (spm_piece_to_bytes if self.cfg.get("tokenizer_kind") == "spm"
                     else byte_level_to_bytes)
+        # id by id (no vocab dicts: for a 262k vocabulary they cost ~35 MB at the load peak)
+        id_to_tok = self._tok.id_to_token
         self._vocab = Vocabulary(
-            token_bytes=[b"" if i in skip else to_bytes(id_to_tok.get(i, ""))
+            token_bytes=[b"" if i in skip else to_bytes(id_to_tok(i) or "")
                          for i in range(vocab)],
             skip_ids=skip,
             stop_ids=frozenset(int(i) for i in self.cfg["end_of_turn_token_ids"]))
@@ -83,6 +86,7 @@ class OnnxLlmEngine(SingleSessionLoad):
         self._lock = threading.Lock()
         self._init_load()
         self.last_stats: dict = {}
+        heap.trim()   # the tokenizer's freed load-time heap, before the session's own peak
         self._runner = self._open(list(providers))
 
     # -- LlmEngine protocol ----------------------------------------------------------------
@@ -120,7 +124,8 @@ class OnnxLlmEngine(SingleSessionLoad):
         while True:
             opened = self._session_factory(
                 path, names, self.threads, self._cache_dir,
-                trt_profiles(self.cfg, self.max_len, self._max_batch, PREFILL_CHUNK))
+                trt_profiles(self.cfg, self.max_len, self._max_batch, PREFILL_CHUNK),
+                spin_us=self.spin_us)
             runner = KvRunner(opened, self.cfg, self.max_len)
             try:
                 # warm-up: first-run allocations and weight page-ins happen here, not in the
@@ -222,7 +227,7 @@ def _load_tokenizer(model_dir: Path):
 def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
                 threads: int = 2, model_name: str = "", context_tokens: int = 2048,
                 engine_cache_dir: Path | None = None, max_batch: int = 1,
-                batch_context_tokens: int = 1024, reuse_prefix: bool = True):
+                batch_context_tokens: int = 1024, reuse_prefix: bool = True, spin_us: int = 0):
     """Open the model built by ``edge-runtime models build`` in ``model_dir``.
 
     ``max_batch`` > 1 returns a :class:`~edge_runtime.llm.batching.BatchingEngine` (same
@@ -233,12 +238,14 @@ def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cud
     device profile's", is resolved by the caller: :meth:`DeviceProfile.llm_max_batch`).
     Raises ModelMissingError (files absent) or
     ModelLoadError (corrupt or mismatched files); both carry a hint naming
-    ``edge-runtime models build``.
+    ``edge-runtime models build``. ``spin_us`` (``llm.spin_us``): the session's intra-op
+    threads busy-wait up to that long for the next op (0: they sleep; see
+    :func:`edge_runtime.onnx_session.spin_entries`).
     """
     engine = OnnxLlmEngine(Path(model_dir), providers=providers, threads=threads,
                            model_name=model_name, context_tokens=context_tokens,
                            engine_cache_dir=engine_cache_dir, reuse_prefix=reuse_prefix,
-                           max_batch=max_batch)
+                           max_batch=max_batch, spin_us=spin_us)
     if max_batch <= 1:
         return engine
     from .batching import BatchingEngine

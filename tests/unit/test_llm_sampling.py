@@ -95,3 +95,17 @@ def test_sampled_distribution_follows_softmax(temp):
     counts = np.bincount([s.sample(z, []) for _ in range(4000)], minlength=3) / 4000
     expected = np.exp(z / temp) / np.exp(z / temp).sum()
     assert np.allclose(counts, expected, atol=0.03)
+
+
+def test_top_k_candidates_match_a_full_sort_and_break_ties_by_id():
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        z = rng.normal(size=int(rng.integers(40, 2000))).astype(np.float32)
+        if trial % 2:
+            z = np.round(z, 1)                      # many equal logits
+        k = int(rng.integers(1, 50))
+        order = np.lexsort((np.arange(z.size), -z))[:k]   # by logit desc, then id asc
+        ids, vals = top_k_candidates(z, k)
+        assert np.array_equal(ids, order) and np.array_equal(vals, z[order])
+    flat = np.zeros(1000, np.float32)               # all equal: the k lowest ids
+    assert top_k_candidates(flat, 7)[0].tolist() == list(range(7))

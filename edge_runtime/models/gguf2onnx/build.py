@@ -14,13 +14,14 @@ from typing import Literal
 import onnx
 
 from ...errors import ModelLoadError
-from .graph import build_graph
+from .graph import PRECISIONS, build_graph
 from .gguf_weights import GgufModel, read_gguf, sha256_file
 from .tokenizer import write_tokenizer
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "gguf2onnx-3"   # 2: logits for the last position only; 3: architectures
+BUILDER_VERSION = "gguf2onnx-4"   # 2: last-position logits; 3: architectures; 4: head in
+#                                   row chunks, fp16 variant
 MODEL_FILE = "model.onnx"
 EXTERNAL_DATA_FILE = "model.onnx.data"
 
@@ -94,7 +95,8 @@ def model_config(model: GgufModel, sha256: str, accuracy_level: int) -> dict:
 
 
 def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
-              lm_head_accuracy_level: int = 4, last_only: bool = True) -> dict:
+              lm_head_accuracy_level: int = 4, last_only: bool = True,
+              precision: str = "fp32") -> dict:
     """Convert ``gguf_path`` into ``out_dir`` and return a small info dict.
 
     The weights are the GGUF's own blocks, re-packed bit-exactly. ``accuracy_level`` is
@@ -110,8 +112,13 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     block type, truncated file, no tokenizer: a typed ModelLoadError before anything is
     written); the model is built in a temporary sibling directory that then replaces
     ``out_dir``, so a failed build leaves the previously built model as it was.
+    ``precision`` "fp16" builds the variant for the CUDA / TensorRT providers (fp16
+    activations and KV cache, the same weight blocks; see :func:`.graph.build_graph`).
     """
     t0 = time.perf_counter()
+    if precision not in PRECISIONS:
+        raise ModelLoadError(f"unknown precision {precision!r}; the builder makes "
+                             f"{', '.join(PRECISIONS)}", hint="use --precision fp32 or fp16")
     gguf_path, out_dir = Path(gguf_path), Path(out_dir)
     model = read_gguf(gguf_path)     # every typed input error is raised here, before any I/O
     check_chat_template(model.chat_template or model.hparams.spec.default_chat_template,
@@ -121,7 +128,8 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".building",
                                  dir=out_dir.parent))
     try:
-        info = _build_into(model, sha, work, accuracy_level, lm_head_accuracy_level, last_only)
+        info = _build_into(model, sha, work, accuracy_level, lm_head_accuracy_level, last_only,
+                           precision)
         _swap_dir(work, out_dir)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -146,19 +154,23 @@ def _swap_dir(new: Path, out_dir: Path) -> None:
 
 
 def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
-                lm_head_accuracy_level: int, last_only: bool) -> dict:
+                lm_head_accuracy_level: int, last_only: bool, precision: str = "fp32") -> dict:
     out_dir.chmod(0o755)
     write_tokenizer(model, out_dir)
     report: dict = {}
     proto = build_graph(model, accuracy_level=accuracy_level,
                         lm_head_accuracy_level=lm_head_accuracy_level, last_only=last_only,
-                        report=report)
+                        report=report, precision=precision)
     types = dict(Counter(t.qtype for t in model.tensors.values()))
     for name, (qtype, err) in sorted(report["approximated"].items()):
         log.warning("%s: GGUF type %s has no exact ONNX form; re-quantized to 8-bit blocks of "
                     "32, max abs error vs the GGUF dequantization %.3g", name, qtype, err)
     if not report["approximated"]:
         log.info("all weight blocks mapped exactly (%s)", types)
+    if report["fp16_rounded"]:
+        log.warning("fp16 variant: %d float constant values (block scales and offsets, norm "
+                    "weights, rope tables) rounded to fp16; `models check` measures the cost",
+                    report["fp16_rounded"])
     # Weights go to an external data file: onnxruntime memory-maps it instead of copying
     # the protobuf (measured peak RSS 241 MB vs 309 MB for one 151 MB file).
     onnx.save_model(proto, str(out_dir / MODEL_FILE), save_as_external_data=True,
@@ -167,6 +179,9 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
     (out_dir / EXTERNAL_DATA_FILE).chmod(0o644)
     cfg = model_config(model, sha, accuracy_level)
     cfg["lm_head_accuracy_level"] = lm_head_accuracy_level
+    cfg["precision"] = precision
+    cfg["kv_cache_dtype"] = "float16" if precision == "fp16" else "float32"
+    cfg["fp16_rounded_values"] = report["fp16_rounded"]
     cfg["logits"] = "last" if last_only else "all"   # [B,1,V] or [B,S,V]
     cfg["tensor_types"] = types
     cfg["approximated_tensors"] = {n: {"type": q, "max_abs_error": e}
@@ -177,5 +192,5 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
             "bytes_on_disk": size, "layers": model.hparams.n_layers,
             "architecture": model.hparams.arch, "vocab": model.hparams.vocab,
             "source_sha256": sha, "accuracy_level": accuracy_level,
-            "builder_version": BUILDER_VERSION,
+            "builder_version": BUILDER_VERSION, "precision": precision,
             "approximated_tensors": len(report["approximated"])}

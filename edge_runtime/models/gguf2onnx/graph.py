@@ -20,23 +20,40 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from .gguf_weights import GgufModel, LlamaHParams, QTensor, dequantize, output_tensor
-from .quant import FLOAT_TYPES, NBitsWeight, can_fuse, concat_rows, to_nbits
+from .quant import FLOAT_TYPES, NBitsWeight, can_fuse, concat_rows, split_rows, to_nbits
 
 OPSET = 17
+# The output head is split into MatMulNBits nodes of at most this many rows (+ one Concat):
+# onnxruntime pre-packs each initializer and frees the original after it, so the load peak
+# holds one chunk twice instead of the whole head (Gemma 3's 262k x 640 in 8 chunks: peak
+# RSS 701 -> 543 MB; SmolLM2's 49k x 576 in 2: 255 -> 236 MB; decode no slower)
+HEAD_CHUNK_ROWS = 32768
 IR_VERSION = 10  # onnxruntime >= 1.20 reads IR 10; onnx 1.23 would default to a newer one
 
 
+PRECISIONS = {"fp32": (np.float32, TensorProto.FLOAT), "fp16": (np.float16, TensorProto.FLOAT16)}
+
+
 class _Graph:
-    def __init__(self) -> None:
+    """Nodes and initializers; every float constant is stored in the graph's float type
+    (``precision``), counting the values fp16 cannot hold exactly (``rounded``)."""
+
+    def __init__(self, precision: str = "fp32") -> None:
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self._n = 0
+        self.np_float, self.float_type = PRECISIONS[precision]
+        self.rounded = 0          # float constant values changed by the cast to fp16
 
     def name(self, base: str) -> str:
         self._n += 1
         return f"{base}_{self._n}"
 
     def const(self, name: str, arr: np.ndarray) -> str:
+        if arr.dtype.kind == "f" and arr.dtype != self.np_float:
+            cast = arr.astype(self.np_float)
+            self.rounded += int(np.count_nonzero(cast.astype(arr.dtype) != arr))
+            arr = cast
         self.inits.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
         return name
 
@@ -53,12 +70,12 @@ Weight = NBitsWeight | np.ndarray   # quantized blocks, or fp32 [N, K] for F32/F
 
 class _Builder:
     def __init__(self, model: GgufModel, accuracy_level: int, lm_head_accuracy_level: int,
-                 last_only: bool = True) -> None:
+                 last_only: bool = True, precision: str = "fp32") -> None:
         self.last_only = last_only
         self.m = model
         self.hp: LlamaHParams = model.hparams
         self.spec = self.hp.spec
-        self.g = _Graph()
+        self.g = _Graph(precision)
         self.acc = accuracy_level
         self.lm_acc = lm_head_accuracy_level
         self._made: set[str] = set()
@@ -176,7 +193,7 @@ class _Builder:
             if zps is None or np.any(zps != zps.flat[0]):
                 raise ValueError("token_embd: per-block 4-bit zero points are not supported")
             (rows,) = g.op("Gather", [g.const("embed.B", q), "input_ids"], axis=0)
-            (rows_f,) = g.op("Cast", [rows], to=TensorProto.FLOAT)
+            (rows_f,) = g.op("Cast", [rows], to=g.float_type)
             (centered,) = g.op("Sub", [rows_f, g.const("embed.zp",
                                                         np.array(zps.flat[0], np.float32))])
             scales = g.const("embed.scales", w.scales.reshape(w.n, nb, 1))
@@ -292,19 +309,34 @@ class _Builder:
         # tied head: a second copy of the table (the "lm_head.*" initializers), because
         # onnxruntime's CPU MatMulNBits only pre-packs (and runs fast, 2 ms vs 330 ms per
         # token) an unshared initializer
-        self.linear(xn, self.weight(output_tensor(self.m).name), "lm_head", self.lm_acc,
-                    out="logits")
+        self.head(xn, self.weight(output_tensor(self.m).name))
         return self.finish()
+
+    def head(self, xn: str, w: Weight) -> None:
+        """``logits`` = xn @ head.T, in row chunks of HEAD_CHUNK_ROWS (see its comment)."""
+        g = self.g
+        fp32 = g.float_type == TensorProto.FLOAT
+        out = "logits" if fp32 else g.name("logits16")   # fp16: one Cast to fp32 logits
+        if not isinstance(w, NBitsWeight) or w.n <= HEAD_CHUNK_ROWS:
+            self.linear(xn, w, "lm_head", self.lm_acc, out=out)
+        else:
+            parts = [self.linear(xn, split_rows(w, r, min(r + HEAD_CHUNK_ROWS, w.n)),
+                                 f"lm_head.{i}", self.lm_acc)
+                     for i, r in enumerate(range(0, w.n, HEAD_CHUNK_ROWS))]
+            g.op("Concat", parts, axis=-1, outputs=[out])
+        if not fp32:
+            g.op("Cast", [out], to=TensorProto.FLOAT, outputs=["logits"])
 
     def finish(self) -> onnx.ModelProto:
         hp = self.hp
-        f, i64 = TensorProto.FLOAT, TensorProto.INT64
+        f, i64 = self.g.float_type, TensorProto.INT64
         kv = [hp.n_kv_heads, hp.head_dim]
         inputs = [helper.make_tensor_value_info("input_ids", i64, ["batch", "seq"]),
                   helper.make_tensor_value_info("attention_mask", i64, ["batch", "total_seq"]),
                   helper.make_tensor_value_info("position_ids", i64, ["batch", "seq"])]
-        outputs = [helper.make_tensor_value_info("logits", f, ["batch", 1 if self.last_only
-                                                              else "seq", hp.vocab])]
+        outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                                 ["batch", 1 if self.last_only else "seq",
+                                                  hp.vocab])]
         for i in range(hp.n_layers):
             for kind in ("key", "value"):
                 inputs.append(helper.make_tensor_value_info(
@@ -338,13 +370,22 @@ def rope_inv_freq(model: GgufModel, base: float, scale: float = 1.0) -> np.ndarr
 
 def build_graph(model: GgufModel, accuracy_level: int = 4,
                 lm_head_accuracy_level: int = 4, last_only: bool = True,
-                report: dict | None = None) -> onnx.ModelProto:
+                report: dict | None = None, precision: str = "fp32") -> onnx.ModelProto:
     """The decoder as an in-memory ModelProto (no I/O). ``last_only``: ``logits`` is
     [B, 1, V], the last position's (what generation needs); else [B, S, V]. ``report``, when
     given, receives ``approximated``: {tensor: (type, max abs error)} for tensors whose
-    block type had to be re-quantized (empty for the exactly mapped types)."""
-    b = _Builder(model, accuracy_level, lm_head_accuracy_level, last_only)
+    block type had to be re-quantized (empty for the exactly mapped types), and
+    ``fp16_rounded``: how many float constant values (scales, block offsets, norms, rope
+    tables) the ``precision="fp16"`` variant could not hold exactly (0 for fp32).
+
+    ``precision`` "fp16" (for the CUDA / TensorRT providers: their GroupQueryAttention is
+    fp16-only) makes activations, KV cache and float constants fp16; the 4/8-bit weight
+    blocks are unchanged and ``logits`` stays fp32 (one Cast)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, not {precision!r}")
+    b = _Builder(model, accuracy_level, lm_head_accuracy_level, last_only, precision)
     proto = b.build()
     if report is not None:
         report["approximated"] = dict(b.approximated)
+        report["fp16_rounded"] = b.g.rounded
     return proto

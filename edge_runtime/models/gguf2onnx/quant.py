@@ -260,6 +260,18 @@ def concat_rows(ws: list[NBitsWeight]) -> NBitsWeight:
                        max(w.max_abs_error for w in ws))
 
 
+def split_rows(w: NBitsWeight, start: int, stop: int) -> NBitsWeight:
+    """Output rows ``start:stop`` of ``w`` (the same blocks, views where possible)."""
+    nb = w.k // w.block
+    zp = None
+    if w.zero_points is not None:
+        zp = np.ascontiguousarray(w.zero_points.reshape(w.n, -1)[start:stop]).reshape(-1)
+    return NBitsWeight(stop - start, w.k, w.bits, w.b[start:stop],
+                       np.ascontiguousarray(w.scales.reshape(w.n, nb)[start:stop]).reshape(-1),
+                       zp, None if w.mins is None else np.ascontiguousarray(w.mins[:, start:stop]),
+                       w.block, w.max_abs_error)
+
+
 def can_fuse(ws: list[NBitsWeight]) -> bool:
     return all(w.fmt == ws[0].fmt for w in ws)
 

@@ -149,7 +149,9 @@ def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2) -> np.ndarray
     layers = range(cfg["num_layers"])
     names = ["logits"] + [f"present.{i}.{k}" for i in layers for k in ("key", "value")]
     past = {f"past_key_values.{i}.{k}": np.zeros((1, cfg["num_key_value_heads"], 0,
-                                                   cfg["head_dim"]), np.float32)
+                                                   cfg["head_dim"]),
+                                                  np.float16 if cfg.get("kv_cache_dtype")
+                                                  == "float16" else np.float32)
             for i in layers for k in ("key", "value")}
     chunks = [ids] if cfg.get("logits", "all") == "all" else [[t] for t in ids]
     out, done = [], 0

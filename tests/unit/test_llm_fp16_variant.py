@@ -1,0 +1,165 @@
+"""The fp16 build variant (for the CUDA / TensorRT providers): fp16 activations, KV cache
+and float constants around the same weight blocks, fp32 logits; it runs on the CPU
+provider here, so its outputs are checked against the fp32 build, and the store picks it
+when a GPU provider leads."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gguf")
+onnx = pytest.importorskip("onnx")
+
+from tests.gguf_fixtures import write_arch_gguf  # noqa: E402
+
+IDS = list(range(5, 37))
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    from edge_runtime.models.gguf2onnx.build import build_llm
+
+    tmp = tmp_path_factory.mktemp("fp16")
+    out = {}
+    for arch, qtype in (("llama", "Q4_1"), ("gemma3", "Q4_K")):
+        g = write_arch_gguf(tmp / f"{arch}.gguf", arch, qtype)
+        for prec in ("fp32", "fp16"):
+            d = tmp / f"{arch}-{prec}"
+            build_llm(g, d, accuracy_level=1, lm_head_accuracy_level=1, precision=prec)
+            out[arch, prec] = d
+    return out
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+def test_fp16_graph_types(builds, arch):
+    from onnx import TensorProto
+
+    d = builds[arch, "fp16"]
+    cfg = json.loads((d / "model_config.json").read_text())
+    assert cfg["precision"] == "fp16" and cfg["kv_cache_dtype"] == "float16"
+    proto = onnx.load(str(d / "model.onnx"), load_external_data=False)
+    types = {v.name: v.type.tensor_type.elem_type
+             for v in list(proto.graph.input) + list(proto.graph.output)}
+    assert types["logits"] == TensorProto.FLOAT
+    assert types["past_key_values.0.key"] == types["present.0.value"] == TensorProto.FLOAT16
+    floats = {t.data_type for t in proto.graph.initializer
+              if t.data_type in (TensorProto.FLOAT, TensorProto.FLOAT16)}
+    assert floats == {TensorProto.FLOAT16}
+    gqa = [n for n in proto.graph.node if n.op_type == "GroupQueryAttention"]
+    assert len(gqa) == cfg["num_layers"]
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+def test_fp16_logits_follow_the_fp32_build(builds, arch):
+    from edge_runtime.models.gguf2onnx.reference import onnx_logits
+
+    a = onnx_logits(builds[arch, "fp32"], IDS)
+    b = onnx_logits(builds[arch, "fp16"], IDS)
+    assert b.dtype == np.float32
+    assert np.abs(a - b).max() < 0.02 * np.abs(a).max()
+    assert np.mean(a.argmax(-1) == b.argmax(-1)) >= 0.9
+
+
+def test_engine_decodes_the_fp16_variant_alike(builds):
+    from edge_runtime.llm import load_engine
+    from edge_runtime.types import GenerationParams, Message
+
+    greedy = GenerationParams(temperature=0.0, max_new_tokens=10, stop_at_sentence=0)
+    msgs = [Message("user", "the cat")]
+    texts = []
+    for prec in ("fp32", "fp16"):
+        eng = load_engine(builds["llama", prec], providers=("cpu",), threads=1,
+                          context_tokens=64)
+        assert eng._runner.kv_device == "cpu"
+        texts.append("".join(eng.generate(msgs, greedy)))
+    assert texts[0] == texts[1]
+
+
+def test_unknown_precision_is_refused_before_building(tmp_path):
+    from edge_runtime.errors import ModelLoadError
+    from edge_runtime.models.gguf2onnx.build import build_llm
+
+    g = write_arch_gguf(tmp_path / "m.gguf", "llama", "Q8_0")
+    with pytest.raises(ModelLoadError, match="precision"):
+        build_llm(g, tmp_path / "out", precision="int3")
+    assert not (tmp_path / "out").exists()
+
+
+def test_store_picks_the_variant_for_the_leading_provider(tmp_path, monkeypatch):
+    from edge_runtime.config import load_config
+    from edge_runtime.llm import providers
+    from edge_runtime.models.store import ModelStore
+
+    cfg = load_config(env={}).with_overrides(paths={"home": str(tmp_path)},
+                                             llm={"providers": ["cuda", "cpu"]})
+    store = ModelStore(cfg)
+    name = cfg.llm.model
+    for prec in ("fp32", "fp16"):
+        d = store.built_dir(name, prec)
+        d.mkdir(parents=True)
+        (d / "model.onnx").write_bytes(b"")
+    assert store.built_dir(name, "fp16").name == "onnx-fp16"
+    monkeypatch.setattr(providers, "available", lambda names: [n for n in names if n != "cuda"])
+    assert store.llm_dir() == store.built_dir(name)                    # no GPU: fp32
+    monkeypatch.setattr(providers, "available", lambda names: list(names))
+    assert store.llm_dir() == store.built_dir(name, "fp16")            # CUDA leads: fp16
+    (store.built_dir(name, "fp16") / "model.onnx").unlink()
+    assert store.llm_dir() == store.built_dir(name)                    # variant not built
+    assert providers.model_precision(["tensorrt", "cpu"]) == "fp16"
+    assert providers.model_precision(["cpu"]) == "fp32"
+
+
+def test_cli_takes_the_precision():
+    from edge_runtime.cli import build_parser
+
+    args = build_parser().parse_args(["models", "build", "gemma3-270m", "--precision", "fp16"])
+    assert args.precision == "fp16"
+    assert build_parser().parse_args(["models", "check", "x"]).precision == "fp32"
+
+
+def test_kv_cache_goes_to_the_gpu_only_for_the_fp16_variant():
+    from edge_runtime.llm.runner import kv_device
+
+    fp16, fp32 = {"kv_cache_dtype": "float16"}, {"kv_cache_dtype": "float32"}
+    assert kv_device(fp16, "cuda") == kv_device(fp16, "tensorrt") == "cuda"
+    assert kv_device(fp16, "cpu") == kv_device(fp32, "cuda") == kv_device({}, "cuda") == "cpu"
+
+
+def test_batched_engine_decodes_the_fp16_variant_alike(builds):
+    from edge_runtime.llm import load_engine
+    from edge_runtime.types import GenerationParams, Message
+
+    greedy = GenerationParams(temperature=0.0, max_new_tokens=10, stop_at_sentence=0)
+    msgs = [Message("user", "the cat")]
+    texts = []
+    for prec in ("fp32", "fp16"):
+        eng = load_engine(builds["llama", prec], providers=("cpu",), threads=1,
+                          context_tokens=64, max_batch=2, batch_context_tokens=64)
+        texts.append("".join(eng.generate(msgs, greedy)))
+        eng.close()
+    assert texts[0] == texts[1]
+
+
+def test_gpu_check_runs_the_fp16_variant_on_the_gpu_rows(builds, tmp_path):
+    import shutil
+
+    from edge_runtime.clock import SYSTEM_CLOCK
+    from edge_runtime.config import load_config
+    from edge_runtime.gpu.check_llm import llm_rows
+    from edge_runtime.models.store import ModelStore
+
+    cfg = load_config(env={}).with_overrides(paths={"home": str(tmp_path)},
+                                             llm={"threads": 1})
+    store = ModelStore(cfg)
+    rows, _ = llm_rows(cfg, deadline=SYSTEM_CLOCK.monotonic() + 60, clock=SYSTEM_CLOCK)
+    assert len(rows) == 1 and "models build" in rows[0].agreement    # nothing built
+    shutil.copytree(builds["llama", "fp32"], store.built_dir(cfg.llm.model))
+    _, lines = llm_rows(cfg, deadline=SYSTEM_CLOCK.monotonic() + 60, clock=SYSTEM_CLOCK)
+    assert any("no fp16 variant built" in line and "--precision fp16" in line
+               for line in lines)
+    shutil.copytree(builds["llama", "fp16"], store.built_dir(cfg.llm.model, "fp16"))
+    rows, lines = llm_rows(cfg, deadline=SYSTEM_CLOCK.monotonic() + 60, clock=SYSTEM_CLOCK)
+    assert [r.path for r in rows] == ["cpu", "cuda", "tensorrt"]
+    assert any("ran the fp16 variant" in line for line in lines)
