@@ -66,7 +66,11 @@ def stack(model_dir, tmp_path):
          "--set", f"llm.model_dir={model_dir}", "--set", "llm.threads=1",
          "--set", f"cloud.endpoint=tcp://127.0.0.1:{cloud_port}",
          "--set", "cloud.health_interval_s=0.5", "--set", "cloud.first_token_timeout_ms=20000",
-         "--set", "cloud.deadline_ms=60000"],
+         "--set", "cloud.deadline_ms=60000",
+         # routing, not timing, is under test: the default budget is one any box meets (an
+         # open question is local), and a request whose budget the cloud misses still goes
+         # to a cloud that is up (a 1 ms budget is the cloud's) however loaded the box is
+         "--set", "scheduler.budget_ms=60000", "--set", "scheduler.max_queue_ms=60000"],
         env=env, stdout=open(tmp_path / "daemon.log", "ab"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{http_port}"
     try:
