@@ -68,9 +68,11 @@ def stack(model_dir, tmp_path):
          "--set", "cloud.health_interval_s=0.5", "--set", "cloud.first_token_timeout_ms=20000",
          "--set", "cloud.deadline_ms=60000",
          # routing, not timing, is under test: the default budget is one any box meets (an
-         # open question is local), and a request whose budget the cloud misses still goes
-         # to a cloud that is up (a 1 ms budget is the cloud's) however loaded the box is
-         "--set", "scheduler.budget_ms=60000", "--set", "scheduler.max_queue_ms=60000"],
+         # open question is local, whatever decode rate a loaded box forecasts), and a
+         # request whose budget the cloud misses still goes to a cloud that is up (a 1 ms
+         # budget is the cloud's) however loaded the box is
+         "--set", "scheduler.budget_ms=60000", "--set", "scheduler.max_queue_ms=60000",
+         "--set", "scheduler.min_decode_tok_s=0"],
         env=env, stdout=open(tmp_path / "daemon.log", "ab"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{http_port}"
     try:
@@ -96,7 +98,7 @@ def test_the_whole_text_path(stack):
 
     # An open question goes to the local LLM, then comes from the cache.
     status, first = _post(base, {"text": "why is the sky blue", "budget_ms": 60000})
-    assert status == 200 and first["route"] == "local" and first["device"] == "cpu"
+    assert status == 200 and first["route"] == "local" and first["device"] == "cpu", first
     assert len(first["answer"].split()) >= 3 and first["timings_ms"]["first_token"] > 0
     status, again = _post(base, {"text": "Why is the sky blue?"})
     assert again["route"] == "cache" and again["answer"] == first["answer"]

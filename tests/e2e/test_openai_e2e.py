@@ -37,7 +37,7 @@ def test_openai_client_and_the_native_stream_against_the_daemon(stack):  # noqa:
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     ext = chunks[-1].model_extra["edge_runtime"]
-    assert ext["route"] == "local" and ext["device"] == "cpu" and len(text.split()) >= 3
+    assert ext["route"] == "local" and ext["device"] == "cpu" and len(text.split()) >= 3, ext
     assert len([c for c in chunks if c.choices[0].delta.content]) >= 2   # piece by piece
     assert ext["first_token_ms"] > 0 and ext["first_chunk_ms"] >= ext["first_token_ms"]
     again = oa.chat.completions.create(model="edge-runtime",
