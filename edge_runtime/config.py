@@ -83,7 +83,8 @@ class NluConfig:
         "device": ("lights", "lamp", "fan", "heater", "tv", "speaker", "thermostat"),
     })
     home: bool = True                  # the Home Assistant intent set (nlu/home), no torch
-    home_dir: str = ""                 # its built model; "" = ~/.cache/edge-runtime/nlu/home-v1
+    home_dir: str = ""                 # its built model; "" = <paths.home>/nlu/home-v2
+    home_repair: bool = True           # put back misheard entity and area names (sound-alike)
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,11 @@ class VadConfig:
 class AsrConfig:
     backend: str = "whisper"           # whisper | pocketsphinx | vosk
     model_dir: str = ""                # "" = the model store (whisper-tiny-en); vosk: required
-    grammar: bool = False              # vosk: hear only the intent examples' phrases
+    grammar: bool = False              # vosk: hear only the intent examples' phrases and
+                                       # the home's command words, names and areas
+    bias: bool = True                  # whisper: prompt with the command words and the
+                                       # home's names and areas (asr/bias.py)
+    bias_words: str = ""               # more words to bias toward (names, jargon)
     threads: int = 2
     beam_size: int = 1
     window_s: float = 10.0             # Whisper encoder window for short commands

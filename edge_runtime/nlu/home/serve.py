@@ -51,6 +51,9 @@ _VERBS = {"HassTurnOn": "turn on", "HassTurnOff": "turn off", "HassLightSet": "s
           "HassTimerStatus": "check your timers", "HassGetWeather": "check the weather"}
 
 
+_SAID = {"name": "device or room"}
+
+
 def default_dir() -> Path:
     return Path(f"~/.cache/edge-runtime/nlu/home-v{HOME_FORMAT}").expanduser()
 
@@ -111,7 +114,7 @@ class HomeUnderstanding:
         if hp.accepted:
             return Intent(hp.intent, hp.confidence, hp.slots)
         if hp.missing and hp.confidence >= self.model.threshold(hp.intent):
-            lacking = " or ".join(m.replace("_", " ") for m in hp.missing)
+            lacking = " or ".join(_SAID.get(m, m.replace("_", " ")) for m in hp.missing)
             question = f"I understood: {describe(hp.intent, hp.slots)}, but not the " \
                        f"{lacking}. Please say it again."
             return Intent(CLARIFY, hp.confidence, {"question": question, "intent": hp.intent,
