@@ -269,6 +269,8 @@ class HomeConfig:
     url: str = "http://127.0.0.1:8123"
     token: str = field(default="", repr=False)   # a long-lived access token; never logged
     timeout_s: float = 5.0             # per request; a timed-out action is never re-sent
+    refresh_s: float = 600.0           # read the areas and entities again this often (0 = no)
+    retry_s: float = 5.0               # after a failed read: the first wait, doubling
 
 
 @dataclass(frozen=True)
@@ -375,6 +377,8 @@ class Config:
                "is required when home.backend = \"home_assistant\" (a long-lived access "
                "token: Home Assistant > your profile > Security)")
         _check(0 < h.timeout_s <= 60, "home.timeout_s", "must be within (0, 60] seconds")
+        _check(h.refresh_s >= 0, "home.refresh_s", "must be >= 0 seconds (0 = never)")
+        _check(0 < h.retry_s <= 3600, "home.retry_s", "must be within (0, 3600] seconds")
 
     def _validate_voice(self) -> None:
         """[vad] [asr] [tts] [voice]: checked here, so a bad value fails at load and not on

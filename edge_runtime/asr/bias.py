@@ -62,7 +62,7 @@ class CommandVocabulary:
         """Vosk grammar phrases: ``phrases`` (e.g. the intent examples), the command words
         one by one, every name and area, and ``[unk]`` last."""
         out: dict[str, None] = {}
-        words = re.sub(r"[^a-z' ]+", " ", COMMAND_WORDS.lower()).split()
+        words = re.sub(r"[^a-z' ]+", " ", COMMAND_WORDS.lower().replace("%", " percent")).split()
         for p in (*phrases, *words, *sorted(NUMBER_WORDS), *self.names, *self.areas,
                   *self.extra.split()):
             clean = " ".join(re.sub(r"[^a-z' ]+", " ", p.lower()).split())

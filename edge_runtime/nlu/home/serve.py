@@ -12,7 +12,12 @@ recognises:
   to the built-in intents, which answer them with richer slots);
 - below it but still likely a home request: ``clarify``, a question back ("Did you mean:
   turn on the kitchen lamp?"), never an action;
-- not a home request: None (the built-in understanding goes on).
+- not a home request: None (the built-in understanding goes on);
+- a request in another language (``nlu.language.other_language``): ``clarify`` with a
+  spoken answer that says so ("Sorry, I only understand English, so I did nothing."),
+  never an action.
+
+``set_lists`` swaps the home's lists (Home Assistant read again: ``skills.ha_refresh``).
 """
 from __future__ import annotations
 
@@ -24,10 +29,12 @@ from typing import TYPE_CHECKING, Any
 from ...config import NluConfig
 from ...types import Intent
 from ..base import IntentSpec
+from ..language import other_language
 from .lists import HomeLists
 from .model import HOME_FILE, HOME_FORMAT, OTHER, HomeModel
 
 if TYPE_CHECKING:
+    from ...skills.ha_refresh import HomeRefresher
     from ...skills.home_state import HomeBackend
 
 log = logging.getLogger(__name__)
@@ -94,9 +101,17 @@ def describe(intent: str, slots: dict[str, Any]) -> str:
     return f"{text} to {value}" if value is not None else text
 
 
+ENGLISH_ONLY = "Sorry, I only understand English, so I did nothing. Please say it in English."
+
+
 class HomeUnderstanding:
     def __init__(self, model: HomeModel) -> None:
         self.model = model
+
+    def set_lists(self, lists: HomeLists) -> None:
+        """Parse with ``lists`` from now on (one assignment: a parse in flight sees the old
+        or the new model, never half of each)."""
+        self.model = self.model.with_lists(lists)
 
     def specs(self) -> dict[str, IntentSpec]:
         """Intent specs for the pipeline: every home intent answered by the ``home`` skill,
@@ -108,6 +123,10 @@ class HomeUnderstanding:
         return out
 
     def parse(self, text: str) -> Intent | None:
+        language = other_language(text)
+        if language:
+            log.debug("request in %s: not understood", language)
+            return Intent(CLARIFY, 1.0, {"question": ENGLISH_ONLY, "language": language})
         hp = self.model.parse(text)
         if hp.intent == OTHER or hp.intent in BUILTIN:
             return None
@@ -128,7 +147,8 @@ class HomeUnderstanding:
                                                "read_only": hp.intent in _READ_ONLY})
 
 
-def attach_home(understander: Any, cfg: NluConfig, home: HomeBackend | None = None) -> bool:
+def attach_home(understander: Any, cfg: NluConfig, home: HomeBackend | None = None,
+                refresher: HomeRefresher | None = None) -> bool:
     """Give ``understander`` the home understanding built by ``edge-runtime models build``;
     False (logged with the fix, never raised) when it is missing or unusable: the daemon
     then serves the built-in intents."""
@@ -139,10 +159,14 @@ def attach_home(understander: Any, cfg: NluConfig, home: HomeBackend | None = No
         return False
     try:
         model = HomeModel(path, home_lists(cfg, home))
+        model.repair = cfg.home_repair
     except Exception as exc:              # unusable files
         log.warning("home model in %s unusable (%s): serving the built-in intents "
                     "(run `edge-runtime models build --force`)", path, exc)
         return False
-    understander.attach_home(HomeUnderstanding(model))
+    understanding = HomeUnderstanding(model)
+    understander.attach_home(understanding)
     log.info("home understanding ready: %d intents from %s", len(model.intents), path)
+    if refresher is not None:             # Home Assistant's lists, read again
+        refresher.on_change(lambda fresh: understanding.set_lists(home_lists(cfg, fresh)))
     return True
