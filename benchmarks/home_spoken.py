@@ -9,9 +9,10 @@ Every sentence of a Home Assistant-format test folder (default ``tests/data/hass
 then heard by faster-whisper tiny.en (int8, beam 1, 2 threads, ``asr.whisper``) twice: as
 is, and biased (``asr.bias.CommandVocabulary``: the command words plus the test home's area
 and entity names as Whisper's prompt). Each transcript is understood by the home model
-(``HomeModel``, the daemon's home lists = the test file's; with the slot repair against
-the known names) and by hassil on the pinned templates, scored as ``nlu eval --hass`` does:
-intent accuracy, exact slots, wrong-action rate; plus WER against the sentence. Audio is
+(``HomeModel``, the daemon's home lists = the test file's; with the repair of misheard
+names against those lists, and without it: ``no_repair``) and by hassil on the pinned
+templates, scored as ``nlu eval --hass`` does: intent accuracy, exact slots, wrong-action
+rate; plus WER against the sentence. Audio is
 kept in ``--audio`` (default ``~/.cache/edge-runtime/bench-home-spoken``) so a rerun only
 decodes. Accuracy and WER are counts: they do not depend on the box's load.
 """
@@ -72,6 +73,7 @@ def run(args) -> dict:
     report: dict = {"sentences": len(cases), "voices": voices, "source": str(args.hass)}
     for bias in (False, True):
         ours: list[tuple[Case, str, dict, bool]] = []
+        unrepaired: list[tuple[Case, str, dict, bool]] = []     # nlu.home_repair = false
         theirs: list[tuple[Case, str, dict, bool]] = []
         errors = words = 0
         decode_s = 0.0
@@ -91,6 +93,10 @@ def run(args) -> dict:
                 p = view.parse(heard)
                 acted = p.accepted and p.intent != OTHER
                 ours.append((case, p.intent, p.slots, acted))
+                view.repair = False
+                q = view.parse(heard)
+                view.repair = True
+                unrepaired.append((case, q.intent, q.slots, q.accepted and q.intent != OTHER))
                 name, slots = hassil.parse(heard, home)
                 theirs.append((case, name, slots, name != OTHER))
                 wrong = not _right(case, p.intent if acted else OTHER, p.slots)
@@ -101,7 +107,8 @@ def run(args) -> dict:
         key = "biased" if bias else "plain"
         report[key] = {**score(ours), "wer": errors / max(words, 1),
                        "decode_s_mean": round(decode_s / max(len(ours), 1), 3),
-                       "hassil": score(theirs), "by_voice": by_voice}
+                       "hassil": score(theirs), "by_voice": by_voice,
+                       "no_repair": score(unrepaired)}
         if misses:
             report[key]["misses"] = misses
     return report
@@ -124,6 +131,9 @@ def format_report(r: dict) -> str:
                      f"{x['hassil']['intent_accuracy']:.4f} exact slots "
                      f"{x['hassil']['exact_slots']:.4f} wrong action "
                      f"{x['hassil']['wrong_action_rate']:.4f}")
+        n = x["no_repair"]
+        lines.append(f"        without name repair: intent {n['intent_accuracy']:.4f} exact slots "
+                     f"{n['exact_slots']:.4f} wrong action {n['wrong_action_rate']:.4f}")
         for voice, v in x["by_voice"].items():
             lines.append(f"        {voice}: intent {v['intent_accuracy']:.4f} exact slots "
                          f"{v['exact_slots']:.4f} wrong action {v['wrong_action_rate']:.4f}")

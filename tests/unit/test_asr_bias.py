@@ -45,13 +45,13 @@ def test_the_voice_service_biases_toward_the_simulated_home() -> None:
 
     registry = SkillRegistry.from_config(SkillsConfig(timezone="UTC"), FakeClock())
     registry.add_home()
-    runtime = SimpleNamespace(cfg=Config(), stages=SimpleNamespace(skills=registry))
+    runtime = SimpleNamespace(cfg=Config().with_overrides(asr={"bias": True}),
+                              stages=SimpleNamespace(skills=registry))
     service = VoiceService(runtime, stack=SimpleNamespace(asr=_PromptedAsr()))
     service._bias(service.vocabulary())
     (prompt,) = service.stack.asr.prompts
     assert prompt.startswith("Kitchen, Living Room") and "Kitchen Lights" in prompt
-    off = VoiceService(SimpleNamespace(cfg=Config().with_overrides(asr={"bias": False}),
-                                       stages=runtime.stages),
+    off = VoiceService(SimpleNamespace(cfg=Config(), stages=runtime.stages),     # default: off
                        stack=SimpleNamespace(asr=_PromptedAsr()))
     off._bias(off.vocabulary())
     assert off.stack.asr.prompts == []

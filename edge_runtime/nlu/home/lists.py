@@ -112,13 +112,13 @@ class HomeLists:
             return words
         found = []
         for i in range(len(words)):
-            for k in range(1, min(self._longest + 1, len(words) - i) + 1):
+            for k in range(2, min(self._longest, len(words) - i) + 1):
                 if not any(i <= j < i + k for j in odd):
                     continue
                 span = " ".join(words[i:i + k])
                 key = sound_key(span)
                 for phrase, flat, pkey in self._sounds.get(key[:1], ()):
-                    if not len(phrase) - 1 <= k <= len(phrase):     # never eats a word
+                    if len(phrase) != k:            # word for word: never eats or adds one
                         continue
                     score = similarity(span, " ".join(phrase), flat, pkey, cutoff)
                     if score:
