@@ -91,17 +91,19 @@ class WhisperAsr:
         dur = len(audio) / RATE
         if dur < 0.05:
             return Transcript("", self.name, dur, 0.0)
+        confidence = None
         if dur + 0.5 <= self.window_s < 30.0:
-            text = self._short(audio)
+            text, confidence = self._short(audio)
         else:
             segments, _ = self.model.transcribe(
                 audio, language="en", beam_size=self.beam_size, without_timestamps=True,
                 condition_on_previous_text=False, vad_filter=False,
                 initial_prompt=self.prompt or None)
             text = " ".join(s.text.strip() for s in segments)
-        return Transcript(text.strip(), self.name, dur, time.perf_counter() - t0)
+        return Transcript(text.strip(), self.name, dur, time.perf_counter() - t0, confidence)
 
-    def _short(self, audio: np.ndarray) -> str:
+    def _short(self, audio: np.ndarray) -> tuple[str, float]:
+        """(text, confidence: the mean token probability, exp of the mean log-probability)."""
         import ctranslate2
         feats = self.model.feature_extractor(audio)          # (80, frames)
         n = int(self.window_s * _FRAMES_PER_S)
@@ -115,6 +117,6 @@ class WhisperAsr:
         res = self.model.model.generate(enc, [prompt], beam_size=self.beam_size,
                                         max_length=len(prompt) + max_tokens,
                                         no_repeat_ngram_size=0,
-                                        suppress_blank=True)
+                                        suppress_blank=True, return_scores=True)
         ids = [t for t in res[0].sequences_ids[0] if t < self._eot]
-        return self.model.hf_tokenizer.decode(ids)
+        return self.model.hf_tokenizer.decode(ids), float(np.exp(res[0].scores[0]))

@@ -27,6 +27,7 @@ def test_the_prompt_biases_without_leaking_and_can_be_cleared(asr, tmp_path) -> 
     assert asr.prompt.startswith("Patio, Den, Patio Heater")
     biased = asr.transcribe(audio).text
     assert word_errors(SAID, biased)[0] <= 1, biased
+    assert 0.0 < asr.transcribe(audio).confidence <= 1.0
     assert "Never mind" not in biased and "Espresso" not in biased      # no prompt words
     asr.set_prompt("")
     assert asr.transcribe(audio).text == plain
