@@ -115,7 +115,8 @@ class HomeSlotFiller(SlotFiller):
 
 
 _EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
-                         "from", "them", "it", "this", "that", "please", "me", "you", "us"))
+                         "from", "them", "it", "this", "that", "please", "me", "you", "us",
+                         "add", "put"))   # a command verb never begins or ends an item
 _TIME_UNITS = frozenset(("hour", "minute", "second"))
 # an intent acts only with one of these slots; without, it is asked back
 REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),

@@ -39,7 +39,7 @@ from ...home.lists import ENTITY_SLOTS, HomeLists
 from ...home.model import (CLASSIFIER_FILE, HOME_FILE, HOME_FORMAT, OTHER, HomeModel, features,
                     plain_text, wild_keys)
 from ...home.model import split_label
-from .sample import Sampler, Sentence
+from .sample import WILDCARDS, Sampler, Sentence
 from .sgd import train_sparse
 from ...home.serve import model_dir
 from ....config import NluConfig
@@ -65,6 +65,8 @@ def _other_rows(home: HomeLists) -> list[list[str]]:
     return rows
 
 
+_ITEM_INTENTS = frozenset(("HassShoppingListAddItem", "HassShoppingListCompleteItem",
+                           "HassListAddItem", "HassListCompleteItem", "HassListRemoveItem"))
 EXTRA_FILES = tuple(Path(__file__).with_name(n) for n in ("extra.yaml", "phrasings.yaml"))
 
 
@@ -101,6 +103,29 @@ def _training_set(rows: list[Sentence], other: list[list[str]], rng: random.Rand
             labels.append(label)
             weights.append(1.0)
     return feats, labels, weights
+
+
+_ITEM_LISTS = ("shopping_list_item", "todo_list_item")
+
+
+def _extra_item_rows() -> list[Sentence]:
+    """The hand-written phrasings whose item is one of the sampler's sample items ("we are out
+    of coffee add it to the shopping list"), as sentences with that item marked, so the
+    words around items people say are learned too, not only the templates'."""
+    values = sorted({v for name in _ITEM_LISTS for v in WILDCARDS[name]},
+                    key=lambda v: -len(v.split()))
+    out = []
+    for words, label in _extra_rows():
+        if split_label(label)[0] not in _ITEM_INTENTS:
+            continue
+        for value in values:
+            n = len(value.split())
+            hits = [i for i in range(len(words) - n + 1) if words[i:i + n] == value.split()]
+            if hits:
+                out.append(Sentence(" ".join(words), words, label, {"item": value}, -1,
+                                    {"item": value}))
+                break
+    return out
 
 
 def _wild_contexts(rows: list[Sentence]) -> dict:
@@ -153,7 +178,7 @@ def _write(out: Path, classifier, filler, rows: list[Sentence], home: HomeLists,
     vocab.update(w for words in extra for w in words if not w.startswith("@"))
     vocab.update(augment_vocabulary())
     meta = {"format": HOME_FORMAT, "templates": installed_pins(), "lists": home.to_dict(),
-            "filler": filler.to_dict(), "wild": _wild_contexts(rows),
+            "filler": filler.to_dict(), "wild": _wild_contexts(rows + _extra_item_rows()),
             "thresholds": thresholds, "default_threshold": default,
             "intent_slots": {k: sorted(v) for k, v in sorted(intent_slots.items())},
             "vocab": sorted(vocab), "report": report}
