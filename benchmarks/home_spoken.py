@@ -71,7 +71,7 @@ def run(args) -> dict:
     asr = WhisperAsr(None, threads=args.threads)
     views: dict[int, HomeModel] = {}
     report: dict = {"sentences": len(cases), "voices": voices, "source": str(args.hass)}
-    for bias in (False, True):
+    for bias in {"plain": (False,), "biased": (True,), "both": (False, True)}[args.bias]:
         ours: list[tuple[Case, str, dict, bool]] = []
         unrepaired: list[tuple[Case, str, dict, bool]] = []     # nlu.home_repair = false
         theirs: list[tuple[Case, str, dict, bool]] = []
@@ -124,6 +124,8 @@ def format_report(r: dict) -> str:
     lines = [f"{r['sentences']} sentences x {len(r['voices'])} voices ({', '.join(r['voices'])})"
              f" from {r['source']}"]
     for key in ("plain", "biased"):
+        if key not in r:
+            continue
         x = r[key]
         lines.append(f"{key:<7} WER {x['wer']:.3f}  ours: intent {x['intent_accuracy']:.4f} "
                      f"exact slots {x['exact_slots']:.4f} wrong action "
@@ -152,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--home", default="", help="home model directory (default: nlu.home_dir)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--misses", type=int, default=0, help="list up to N misses per setting")
+    ap.add_argument("--bias", choices=("plain", "biased", "both"), default="both",
+                    help="decode without the prompt, with it, or both (default)")
     ap.add_argument("--wrong-only", action="store_true", help="list only wrong actions")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)

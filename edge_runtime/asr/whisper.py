@@ -37,6 +37,28 @@ def default_model_dir() -> Path | None:
     return p.parent if p is not None else None
 
 
+def drop_repeats(text: str, min_words: int = 3) -> str:
+    """Whisper's looping failure cut back: a run of ``min_words``+ words said again at once
+    ("cut 2 minutes from the timer cut 2 minutes from the timer cut 2 minutes from") is kept
+    once."""
+    words = text.split()
+    lowered = [w.lower().strip(".,!?") for w in words]
+    n = len(words)
+    for size in range(n // 2, min_words - 1, -1):
+        for i in range(n - 2 * size + 1):
+            if lowered[i:i + size] == lowered[i + size:i + 2 * size]:
+                j = i + size                  # drop every copy (and a cut-off tail of one)
+                while lowered[j:j + size] == lowered[i:i + size]:
+                    j += size
+                k = 0
+                while j + k < n and k < size and lowered[j + k] == lowered[i + k]:
+                    k += 1
+                if j + k == n:
+                    j = n
+                return drop_repeats(" ".join(words[:i + size] + words[j:]), min_words)
+    return text
+
+
 class WhisperAsr:
     name = "whisper"
 
@@ -100,7 +122,8 @@ class WhisperAsr:
                 condition_on_previous_text=False, vad_filter=False,
                 initial_prompt=self.prompt or None)
             text = " ".join(s.text.strip() for s in segments)
-        return Transcript(text.strip(), self.name, dur, time.perf_counter() - t0, confidence)
+        return Transcript(drop_repeats(text.strip()), self.name, dur, time.perf_counter() - t0,
+                          confidence)
 
     def _short(self, audio: np.ndarray) -> tuple[str, float]:
         """(text, confidence: the mean token probability, exp of the mean log-probability)."""

@@ -55,3 +55,12 @@ def test_the_voice_service_biases_toward_the_simulated_home() -> None:
                        stack=SimpleNamespace(asr=_PromptedAsr()))
     off._bias(off.vocabulary())
     assert off.stack.asr.prompts == []
+
+
+def test_a_looping_transcript_is_cut_back_to_one_copy() -> None:
+    from edge_runtime.asr.whisper import drop_repeats
+    assert drop_repeats("Cut 2 minutes from the timer Cut 2 minutes from the timer Cut 2 "
+                        "minutes from") == "Cut 2 minutes from the timer"
+    assert drop_repeats("turn on the light. Turn on the light.") == "turn on the light."
+    for said in ("set a timer for five minutes", "very very good", "the the the cat"):
+        assert drop_repeats(said) == said

@@ -135,8 +135,9 @@ REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
 QUESTION_STARTS = frozenset(("is", "are", "did", "do", "does", "have", "has", "was", "were",
                              "how", "hows", "what", "whats", "which", "where", "wheres", "why",
                              "who", "whos", "tell"))
-# actions on a device or area: with an unknown word and no name or area, asked back
-TARGETED = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition"))
+# requests about a device or area: with an unknown word and no name or area, asked back
+TARGETED = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition",
+                      "HassGetState"))
 # timer actions that, without the word, could as well be the music's ("pause this")
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
