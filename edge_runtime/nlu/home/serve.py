@@ -17,6 +17,7 @@ recognises:
   spoken answer that says so ("Sorry, I only understand English, so I did nothing."),
   never an action.
 
+Without a built model ``EnglishOnly`` still answers another language.
 ``set_lists`` swaps the home's lists (Home Assistant read again: ``skills.ha_refresh``).
 """
 from __future__ import annotations
@@ -104,6 +105,22 @@ def describe(intent: str, slots: dict[str, Any]) -> str:
 ENGLISH_ONLY = "Sorry, I only understand English, so I did nothing. Please say it in English."
 
 
+class EnglishOnly:
+    """Without a home model: only requests in another language are answered (``clarify``
+    says so), everything else goes on to the built-in intents."""
+
+    def specs(self) -> dict[str, IntentSpec]:
+        return {CLARIFY: IntentSpec(name=CLARIFY, skill=CLARIFY,
+                                    description="a home request asked back (not sure enough)")}
+
+    def parse(self, text: str) -> Intent | None:
+        language = other_language(text)
+        if language:
+            log.debug("request in %s: not understood", language)
+            return Intent(CLARIFY, 1.0, {"question": ENGLISH_ONLY, "language": language})
+        return None
+
+
 class HomeUnderstanding:
     def __init__(self, model: HomeModel) -> None:
         self.model = model
@@ -123,10 +140,9 @@ class HomeUnderstanding:
         return out
 
     def parse(self, text: str) -> Intent | None:
-        language = other_language(text)
-        if language:
-            log.debug("request in %s: not understood", language)
-            return Intent(CLARIFY, 1.0, {"question": ENGLISH_ONLY, "language": language})
+        other = EnglishOnly().parse(text)
+        if other is not None:
+            return other
         hp = self.model.parse(text)
         if hp.intent == OTHER or hp.intent in BUILTIN:
             return None
@@ -156,6 +172,7 @@ def attach_home(understander: Any, cfg: NluConfig, home: HomeBackend | None = No
     if not (path / HOME_FILE).is_file():
         log.warning("home understanding not built in %s: serving the built-in intents "
                     "(run `edge-runtime models build`)", path)
+        understander.attach_home(EnglishOnly())
         return False
     try:
         model = HomeModel(path, home_lists(cfg, home))
@@ -163,6 +180,7 @@ def attach_home(understander: Any, cfg: NluConfig, home: HomeBackend | None = No
     except Exception as exc:              # unusable files
         log.warning("home model in %s unusable (%s): serving the built-in intents "
                     "(run `edge-runtime models build --force`)", path, exc)
+        understander.attach_home(EnglishOnly())
         return False
     understanding = HomeUnderstanding(model)
     understander.attach_home(understanding)
