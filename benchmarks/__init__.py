@@ -1,6 +1,6 @@
 """The benchmark and drill harness (not part of the runtime wheel; run from a checkout).
 
-    python -m benchmarks WHAT [flags]         WHAT: llm | voice | cloud | load
+    python -m benchmarks WHAT [flags]         WHAT: llm | voice | cloud | load | home_spoken
     python -m benchmarks.llm_bench [flags]    (each harness also runs on its own)
 
 ``edge-runtime bench WHAT`` runs the same when this package is importable (a checkout on
@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 # WHAT -> the module whose ``main(argv) -> int`` runs it
 BENCHES = {"llm": "benchmarks.llm_bench", "voice": "benchmarks.voice_bench",
-           "cloud": "benchmarks.cloud_bench", "load": "benchmarks.load_bench"}
+           "cloud": "benchmarks.cloud_bench", "load": "benchmarks.load_bench",
+           "home_spoken": "benchmarks.home_spoken"}
 
 
 def run(what: str, argv: Sequence[str]) -> int:

@@ -44,12 +44,12 @@ COMMANDS = [
 PSX = Path("/usr/share/pocketsphinx/test/data")
 
 
-def _piper_samples(tts, text: str) -> np.ndarray:
+def piper_samples(tts, text: str) -> np.ndarray:
     audio = np.concatenate(list(tts.synthesize(text))).astype(np.float32) / 32768.0
     return resample(audio, tts.sample_rate, 16_000)
 
 
-def _espeak_samples(text: str, voice: str = "en-us") -> np.ndarray | None:
+def espeak_samples(text: str, voice: str = "en-us") -> np.ndarray | None:
     exe = shutil.which("espeak-ng")
     if exe is None:
         return None
@@ -72,7 +72,7 @@ def make_command_set(out: str | Path, commands: list[str] | None = None,
         for voice in voices:
             name = out / f"{voice}-{i:02d}"
             if not name.with_suffix(".wav").is_file():
-                x = _piper_samples(tts, text) if voice == "piper" else _espeak_samples(text)
+                x = piper_samples(tts, text) if voice == "piper" else espeak_samples(text)
                 if x is None:
                     continue
                 lead = np.zeros(int(0.3 * 16_000), np.float32)

@@ -83,7 +83,8 @@ class NluConfig:
         "device": ("lights", "lamp", "fan", "heater", "tv", "speaker", "thermostat"),
     })
     home: bool = True                  # the Home Assistant intent set (nlu/home), no torch
-    home_dir: str = ""                 # its built model; "" = ~/.cache/edge-runtime/nlu/home-v1
+    home_dir: str = ""                 # its built model; "" = <paths.home>/nlu/home-v2
+    home_repair: bool = True           # put back misheard entity and area names (sound-alike)
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,12 @@ class VadConfig:
 class AsrConfig:
     backend: str = "whisper"           # whisper | pocketsphinx | vosk
     model_dir: str = ""                # "" = the model store (whisper-tiny-en); vosk: required
-    grammar: bool = False              # vosk: hear only the intent examples' phrases
+    grammar: bool = False              # vosk: hear only the intent examples' phrases and
+                                       # the home's command words, names and areas
+    bias: bool = False                 # whisper: prompt with the command words and the
+                                       # home's names and areas (asr/bias.py); off: it
+                                       # raised WER on held-out commands (README)
+    bias_words: str = ""               # more words to bias toward (names, jargon)
     threads: int = 2
     beam_size: int = 1
     window_s: float = 10.0             # Whisper encoder window for short commands
@@ -295,6 +301,8 @@ class HomeConfig:
     url: str = "http://127.0.0.1:8123"
     token: str = field(default="", repr=False)   # a long-lived access token; never logged
     timeout_s: float = 5.0             # per request; a timed-out action is never re-sent
+    refresh_s: float = 600.0           # read the areas and entities again this often (0 = no)
+    retry_s: float = 5.0               # after a failed read: the first wait, doubling
 
 
 @dataclass(frozen=True)
@@ -421,6 +429,8 @@ class Config:
                "is required when home.backend = \"home_assistant\" (a long-lived access "
                "token: Home Assistant > your profile > Security)")
         _check(0 < h.timeout_s <= 60, "home.timeout_s", "must be within (0, 60] seconds")
+        _check(h.refresh_s >= 0, "home.refresh_s", "must be >= 0 seconds (0 = never)")
+        _check(0 < h.retry_s <= 3600, "home.retry_s", "must be within (0, 3600] seconds")
 
     def _validate_voice(self) -> None:
         """[vad] [asr] [tts] [voice]: checked here, so a bad value fails at load and not on

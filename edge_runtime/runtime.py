@@ -1,6 +1,8 @@
 """Build every stage from one Config; start and stop them in order."""
 from __future__ import annotations
 
+import asyncio
+
 import logging
 import statistics
 from dataclasses import dataclass
@@ -71,7 +73,8 @@ def build_stages(cfg: Config, clock: Clock = SYSTEM_CLOCK, *, with_llm: bool = T
     if cfg.nlu.home:
         from .nlu.home.serve import attach_home, with_home_dir
         skills.add_home(cfg.home)
-        attach_home(understander, with_home_dir(cfg.nlu, cfg.paths.resolved_home()), skills.home)
+        attach_home(understander, with_home_dir(cfg.nlu, cfg.paths.resolved_home()), skills.home,
+                    skills.refresher)
     cache = AnswerCache.from_config(cfg.cache, cfg.paths.resolved_home(), clock)
     store = ModelStore(cfg)
     llm, llm_error = load_llm(cfg, store) if with_llm else (None, None)
@@ -111,6 +114,9 @@ class Runtime:
         return cls(cfg, stages, metrics, Pipeline(cfg, stages, metrics, clock), accel)
 
     async def start(self) -> None:
+        refresher = getattr(self.stages.skills, "refresher", None)
+        if refresher is not None:            # Home Assistant's lists: retried, kept fresh
+            refresher.start()
         if self.stages.cloud is not None:
             await self.stages.cloud.start()
         if self.pipeline.llm is not None and self.cfg.scheduler.calibrate_at_start:
@@ -220,6 +226,9 @@ class Runtime:
         return None
 
     async def close(self) -> None:
+        refresher = getattr(self.stages.skills, "refresher", None)
+        if refresher is not None:            # waits for a read in flight: off the loop
+            await asyncio.get_running_loop().run_in_executor(None, refresher.close)
         if self.stages.cloud is not None:
             await self.stages.cloud.close()
         self.pipeline.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import threading
 from typing import Any
 
@@ -60,6 +61,8 @@ class FakeHomeAssistant:
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
         self.shopping: list[str] = []
         self.mode = ""
+        self.aliases: dict[str, list[str]] = {}      # entity id -> aliases (WebSocket API)
+        self.websocket = True                        # False: an old one without get_entries
         self.delay_s = 2.0
         self.url = ""
         self._loop = asyncio.new_event_loop()
@@ -80,6 +83,7 @@ class FakeHomeAssistant:
         app.router.add_get("/api/states/{entity_id}", self._one)
         app.router.add_post("/api/services/{domain}/{service}", self._service)
         app.router.add_post("/api/template", self._template)
+        app.router.add_get("/api/websocket", self._ws)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -99,6 +103,8 @@ class FakeHomeAssistant:
     # -- handlers ----------------------------------------------------------------------------
     @web.middleware
     async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path == "/api/websocket":        # authenticated inside the socket
+            return await handler(request)
         if request.headers.get("Authorization") != f"Bearer {TOKEN}":
             return web.Response(status=401, text="401: Unauthorized")
         response = await handler(request)      # the action is done, the answer is late
@@ -107,6 +113,31 @@ class FakeHomeAssistant:
         if self.mode == "garbage":
             return web.Response(text="<html>oops</html>", content_type="application/json")
         return response
+
+    async def _ws(self, request: web.Request) -> web.WebSocketResponse:
+        """The documented WebSocket exchange: auth, then config/entity_registry/get_entries."""
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.send_json({"type": "auth_required", "ha_version": "2024.3.3"})
+        auth = await ws.receive_json()
+        if auth.get("access_token") != TOKEN:
+            await ws.send_json({"type": "auth_invalid", "message": "Invalid access token"})
+            await ws.close()
+            return ws
+        await ws.send_json({"type": "auth_ok", "ha_version": "2024.3.3"})
+        async for msg in ws:
+            req = json.loads(msg.data)
+            if req.get("type") != "config/entity_registry/get_entries" or not self.websocket:
+                await ws.send_json({"id": req.get("id"), "type": "result", "success": False,
+                                    "error": {"code": "unknown_command",
+                                              "message": "Unknown command."}})
+                continue
+            result = {eid: ({"entity_id": eid, "aliases": self.aliases.get(eid, []),
+                             "name": None} if eid in self.states else None)
+                      for eid in req.get("entity_ids", [])}
+            await ws.send_json({"id": req["id"], "type": "result", "success": True,
+                                "result": result})
+        return ws
 
     def _public(self, s: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in s.items() if k != "area"}

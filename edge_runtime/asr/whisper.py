@@ -6,6 +6,11 @@ Whisper's encoder is trained on 30 s windows, and faster-whisper pads every inpu
 decoder is unchanged), about 4-6x faster on CPU at the same transcript on commands;
 ``window_s = 30`` restores the stock behaviour. Longer audio goes through the stock
 ``WhisperModel.transcribe`` path.
+
+``prompt`` (``set_prompt``; ``asr.bias``, built by ``asr.bias.CommandVocabulary``) biases
+the decoder toward the command vocabulary and the home's names: its tokens go before the
+transcript as "previous text" (``<|startofprev|>`` ... ``<|startoftranscript|>``, the
+mechanism of faster-whisper's ``initial_prompt`` and ``hotwords``; at most 223 tokens).
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ log = logging.getLogger(__name__)
 
 REQUIRED = ("model.bin", "config.json", "tokenizer.json", "vocabulary.txt")
 _FRAMES_PER_S = 100           # mel frames (10 ms hop)
+_MAX_PROMPT = 223             # prompt tokens: half the decoder context, less one
 
 
 def default_model_dir() -> Path | None:
@@ -31,12 +37,34 @@ def default_model_dir() -> Path | None:
     return p.parent if p is not None else None
 
 
+def drop_repeats(text: str, min_words: int = 3) -> str:
+    """Whisper's looping failure cut back: a run of ``min_words``+ words said again at once
+    ("cut 2 minutes from the timer cut 2 minutes from the timer cut 2 minutes from") is kept
+    once."""
+    words = text.split()
+    lowered = [w.lower().strip(".,!?") for w in words]
+    n = len(words)
+    for size in range(n // 2, min_words - 1, -1):
+        for i in range(n - 2 * size + 1):
+            if lowered[i:i + size] == lowered[i + size:i + 2 * size]:
+                j = i + size                  # drop every copy (and a cut-off tail of one)
+                while lowered[j:j + size] == lowered[i:i + size]:
+                    j += size
+                k = 0
+                while j + k < n and k < size and lowered[j + k] == lowered[i + k]:
+                    k += 1
+                if j + k == n:
+                    j = n
+                return drop_repeats(" ".join(words[:i + size] + words[j:]), min_words)
+    return text
+
+
 class WhisperAsr:
     name = "whisper"
 
     def __init__(self, model_dir: str | Path | None = None, *, threads: int = 2,
                  compute_type: str = "int8", beam_size: int = 1, window_s: float = 10.0,
-                 partial_every_s: float = 0.5) -> None:
+                 partial_every_s: float = 0.5, prompt: str = "") -> None:
         d = Path(model_dir) if model_dir else default_model_dir()
         missing = [f for f in REQUIRED if d is None or not (d / f).is_file()]
         if missing:
@@ -62,6 +90,20 @@ class WhisperAsr:
         else:
             self._prompt += [tok.token_to_id("<|en|>"), tok.token_to_id("<|transcribe|>"),
                              tok.token_to_id("<|notimestamps|>")]
+        self._start = list(self._prompt)
+        self.prompt = ""
+        self.set_prompt(prompt)
+
+    def set_prompt(self, text: str) -> None:
+        """Bias the decoder toward ``text`` ("" = no bias); takes effect on the next decode."""
+        text = " ".join(text.split())
+        tok = self.model.hf_tokenizer
+        words = tok.encode(" " + text, add_special_tokens=False).ids if text else []
+        words = words[-_MAX_PROMPT:]
+        self.prompt = text
+        # one assignment: a decode in the worker thread sees the old or the new prompt
+        self._prompt = ([tok.token_to_id("<|startofprev|>"), *words] if words else []) + \
+            self._start
 
     def stream(self) -> BufferedStream:
         return BufferedStream(self, self.partial_every_s)
@@ -71,16 +113,20 @@ class WhisperAsr:
         dur = len(audio) / RATE
         if dur < 0.05:
             return Transcript("", self.name, dur, 0.0)
+        confidence = None
         if dur + 0.5 <= self.window_s < 30.0:
-            text = self._short(audio)
+            text, confidence = self._short(audio)
         else:
             segments, _ = self.model.transcribe(
                 audio, language="en", beam_size=self.beam_size, without_timestamps=True,
-                condition_on_previous_text=False, vad_filter=False)
+                condition_on_previous_text=False, vad_filter=False,
+                initial_prompt=self.prompt or None)
             text = " ".join(s.text.strip() for s in segments)
-        return Transcript(text.strip(), self.name, dur, time.perf_counter() - t0)
+        return Transcript(drop_repeats(text.strip()), self.name, dur, time.perf_counter() - t0,
+                          confidence)
 
-    def _short(self, audio: np.ndarray) -> str:
+    def _short(self, audio: np.ndarray) -> tuple[str, float]:
+        """(text, confidence: the mean token probability, exp of the mean log-probability)."""
         import ctranslate2
         feats = self.model.feature_extractor(audio)          # (80, frames)
         n = int(self.window_s * _FRAMES_PER_S)
@@ -90,8 +136,10 @@ class WhisperAsr:
         enc = self.model.model.encode(ctranslate2.StorageView.from_array(window[None]),
                                       to_cpu=False)
         max_tokens = int(10 + 8 * len(audio) / RATE)          # speech is < 5 tokens/s
-        res = self.model.model.generate(enc, [self._prompt], beam_size=self.beam_size,
-                                        max_length=max_tokens, no_repeat_ngram_size=0,
-                                        suppress_blank=True)
+        prompt = self._prompt
+        res = self.model.model.generate(enc, [prompt], beam_size=self.beam_size,
+                                        max_length=len(prompt) + max_tokens,
+                                        no_repeat_ngram_size=0,
+                                        suppress_blank=True, return_scores=True)
         ids = [t for t in res[0].sequences_ids[0] if t < self._eot]
-        return self.model.hf_tokenizer.decode(ids)
+        return self.model.hf_tokenizer.decode(ids), float(np.exp(res[0].scores[0]))

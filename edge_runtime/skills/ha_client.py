@@ -3,7 +3,8 @@
 ``HomeAssistantClient`` speaks ``GET /api/`` (auth check), ``GET /api/states``,
 ``GET /api/states/<entity_id>``, ``POST /api/services/<domain>/<service>`` and
 ``POST /api/template`` (areas via ``areas()``/``area_name``/``area_entities``), with the
-long-lived token as a bearer header (never logged). Every failure is a ``HomeAssistantError``
+long-lived token as a bearer header (never logged); entity aliases come from the WebSocket
+API (``ha_ws``), when it answers. Every failure is a ``HomeAssistantError``
 whose message is a complete spoken sentence; nothing is retried, so a service call that
 timed out is never sent twice. ``HAHome.read(client)`` is the home as Home Assistant names
 it: areas and entities (friendly name -> entity id, domain, area), for the understanding's
@@ -110,6 +111,16 @@ class HomeAssistantClient:
         log.info("Home Assistant service %s.%s", domain, service)
         return self._request("POST", f"/api/services/{quote(domain)}/{quote(service)}", data)
 
+    def aliases(self, entity_ids: list[str]) -> dict[str, list[str]]:
+        """Entity id -> aliases, from the WebSocket API's entity registry; {} (logged) when
+        it cannot be read: the names from ``states`` are used alone."""
+        from .ha_ws import WebSocketError, entity_aliases
+        try:
+            return entity_aliases(self.url, self._token, entity_ids, self.timeout_s)
+        except WebSocketError as exc:
+            log.warning("Home Assistant entity aliases not read (%s): names only", exc)
+            return {}
+
     def areas(self) -> list[tuple[str, list[str]]]:
         """(area name, entity ids) per area through the template API; [] when the template
         cannot be rendered (an old Home Assistant): entities are then known without areas."""
@@ -145,7 +156,9 @@ class HAHome:
     by_name: dict[str, Entity] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, client: HomeAssistantClient) -> HAHome:
+    def read(cls, client: HomeAssistantClient, aliases: bool = True) -> HAHome:
+        """Areas and entities over REST; with ``aliases``, each entity's aliases too
+        (WebSocket API), as more names for it."""
         client.check()
         area_of: dict[str, str] = {}
         areas: list[str] = []
@@ -163,6 +176,12 @@ class HAHome:
                                       eid.split(".", 1)[-1].replace("_", " ")))
             if name and name not in by_name:
                 by_name[name] = Entity(eid, name, area_of.get(eid, ""))
+        if aliases:                   # another name for the same entity ("the big light")
+            entity_of = {e.entity_id: e for e in by_name.values()}
+            for eid, names in client.aliases(sorted(entity_of)).items():
+                for alias in map(normalize_text, names):
+                    if alias and alias not in by_name and eid in entity_of:
+                        by_name[alias] = entity_of[eid]
         return cls(tuple(areas), by_name)
 
     def entities(self) -> dict[str, str]:

@@ -6,23 +6,28 @@ answers), carried out through ``ha_client.HomeAssistantClient``: each request re
 (``ha_client.HAHome``), checks a named entity still exists (404: "I can't find the kitchen
 lamp in Home Assistant any more"), then calls one service, once. An area name that matches
 two areas, or a request that fits several entities, is asked back. Timers use the daemon's
-own timers (``home_timers``); there is no weather source.
+own timers (``home_timers``); there is no weather source. The lists are kept fresh by
+``ha_refresh.HomeRefresher`` (retried after a start-time failure, read again periodically
+and soon after a request names something Home Assistant or the lists lack).
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import HomeConfig
 
 from ..nlu.text import normalize_text
 from ..types import Intent
 from .base import SkillInputError
-from .ha_client import Entity, HAHome, HomeAssistantClient, HomeAssistantError
+from .ha_client import EntityGone, Entity, HAHome, HomeAssistantClient, HomeAssistantError
 from .home import _num, _say, common_handlers
 from .home_timers import HomeTimers
 from .speech import join_words
+
+if TYPE_CHECKING:
+    from .ha_refresh import HomeRefresher
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +61,10 @@ def read_home(cfg: HomeConfig) -> tuple[HomeAssistantClient, HAHome]:
 class HomeAssistantSkill:
     name = "home"
 
-    def __init__(self, client: HomeAssistantClient, home: HAHome, timers: HomeTimers) -> None:
+    def __init__(self, client: HomeAssistantClient, home: HAHome, timers: HomeTimers,
+                 refresher: HomeRefresher | None = None) -> None:
         self.client, self.home, self.timers = client, home, timers
+        self.refresher = refresher
         self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "HassTurnOn": lambda s: self._switch(s, True),
             "HassTurnOff": lambda s: self._switch(s, False),
@@ -83,10 +90,22 @@ class HomeAssistantSkill:
         handler = self._handlers.get(intent.name)
         if handler is None:
             raise SkillInputError(f"I can't do {intent.name} with Home Assistant yet.")
-        if not self.home.by_name:                 # not read at start (down): read it now
-            fresh = HAHome.read(self.client)
-            self.home.areas, self.home.by_name = fresh.areas, fresh.by_name
-        return handler(dict(intent.slots))
+        if not self.home.by_name:                 # not read yet (down at start): read it now
+            fresh = HAHome.read(self.client)      # raises the reason it cannot be read
+            if self.refresher is not None:        # the understanding and ASR hear of it
+                self.refresher.publish(fresh)
+            else:
+                self.home.areas, self.home.by_name = fresh.areas, fresh.by_name
+        try:
+            return handler(dict(intent.slots))
+        except EntityGone:
+            self._stale()
+            raise
+
+    def _stale(self) -> None:
+        """The lists named something Home Assistant lacks: read them again soon."""
+        if self.refresher is not None:
+            self.refresher.request()
 
     # -- resolving slots to entities ---------------------------------------------------------
     def area(self, spoken: Any) -> str:
@@ -100,6 +119,7 @@ class HomeAssistantSkill:
         if matches:
             options = [f"the {m}" for m in sorted(matches)]
             raise SkillInputError(f"Which {want}: {join_words(options, 'or')}?")
+        self._stale()
         raise SkillInputError(f"I don't know a {want} area in Home Assistant.")
 
     def _named(self, name: str) -> Entity | None:
@@ -117,6 +137,7 @@ class HomeAssistantSkill:
         if name:
             entity = self._named(name)
             if entity is None:
+                self._stale()
                 raise SkillInputError(f"I don't know a {normalize_text(name)} in Home Assistant.")
             return [entity]
         if slots.get("domain"):

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from ..clock import Clock
+from ..clock import SYSTEM_CLOCK, Clock
 from ..config import HomeConfig, NluConfig, SkillsConfig
 from .arithmetic import ArithmeticSkill
 from .base import Skill
@@ -19,6 +20,9 @@ from .devices import DeviceSkill, DeviceStore
 from .home import ClarifySkill, HomeSkill
 from .home_state import HomeBackend, SimHome
 from .home_timers import HomeTimers
+
+if TYPE_CHECKING:
+    from .ha_refresh import HomeRefresher
 from .timers import TimerSkill, TimerStore
 
 log = logging.getLogger(__name__)
@@ -36,11 +40,13 @@ class SkillRegistry:
     """Skill name -> skill; one instance per daemon (the timer and device stores live here)."""
 
     def __init__(self, skills: Mapping[str, Skill], timers: TimerStore | None = None,
-                 devices: DeviceStore | None = None) -> None:
+                 devices: DeviceStore | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self._skills = dict(skills)
+        self._clock = clock
         self.timers = timers
         self.devices = devices
         self.home: HomeBackend | None = None
+        self.refresher: HomeRefresher | None = None   # Home Assistant's lists kept fresh
 
     @classmethod
     def from_config(cls, cfg: SkillsConfig, clock: Clock,
@@ -52,7 +58,7 @@ class SkillRegistry:
         timers = TimerStore(clock, cfg.max_timers)
         devices = DeviceStore(tuple(lists.get("area", ())), tuple(lists.get("device", ())))
         skills: dict[str, Skill] = {}
-        registry = cls(skills, timers, devices)
+        registry = cls(skills, timers, devices, clock)
         for skill in (TimeSkill(clock, cfg.timezone), DateSkill(clock, cfg.timezone),
                       TimerSkill(timers, cfg.timezone), ArithmeticSkill(), UnitConvertSkill(),
                       GreetingSkill(clock, cfg.timezone), GoodbyeSkill(), ThanksSkill(),
@@ -70,10 +76,14 @@ class SkillRegistry:
         if not isinstance(device_skill, DeviceSkill) or self.devices is None or self.timers is None:
             raise ValueError("the home skill needs the device skill and the timer store")
         if home is not None and home.backend == "home_assistant":
+            from .ha_refresh import HomeRefresher
             from .home_assistant import HomeAssistantSkill, read_home
             client, ha_home = read_home(home)
             self.home = ha_home
-            self._skills["home"] = HomeAssistantSkill(client, ha_home, HomeTimers(self.timers))
+            self.refresher = HomeRefresher(client, ha_home, refresh_s=home.refresh_s,
+                                           retry_s=home.retry_s, clock=self._clock)
+            self._skills["home"] = HomeAssistantSkill(client, ha_home, HomeTimers(self.timers),
+                                                      self.refresher)
         else:
             sim = SimHome(self.devices.areas, self.devices.devices)
             self.home = sim

@@ -54,18 +54,45 @@ class VoiceService:
                 store = ModelStore(self.runtime.cfg)
             except EdgeError:
                 log.debug("model store unavailable; using installed model packages")
+            vocabulary = self.vocabulary()
             grammar = None
             if self.cfg.asr.grammar:
                 from ..asr.vosk import grammar_from_intents
-                grammar = grammar_from_intents(self.runtime.stages.understander.intents)
+                grammar = vocabulary.grammar(
+                    grammar_from_intents(self.runtime.stages.understander.intents))
             self.stack = await loop.run_in_executor(
                 None, lambda: VoiceStack.load(self.cfg, paths=model_paths(store),
                                               grammar=grammar, accel=self.runtime.accel))
             self._owns_stack = True
+            self._bias(vocabulary)
             await self.stack.warm_up()
         except EdgeError as exc:
             self.error = exc
             log.warning("voice unavailable: %s", exc.one_line())
+
+    def vocabulary(self, home: Any = None):
+        """The command vocabulary (``asr.bias``): the home's area and entity names (the
+        simulated home, or the lists read from Home Assistant) and ``asr.bias_words``."""
+        from ..asr.bias import CommandVocabulary
+        skills = self.runtime.stages.skills
+        home = home if home is not None else getattr(skills, "home", None)
+        names = list(home.entities()) if home is not None else []
+        areas = list(home.areas) if home is not None else []
+        return CommandVocabulary.of(names, areas, self.cfg.asr.bias_words)
+
+    def _bias(self, vocabulary) -> None:
+        """Prompt a Whisper recognizer with the vocabulary, and again whenever Home
+        Assistant's lists are read again."""
+        asr = self.stack.asr if self.stack is not None else None
+        set_prompt = getattr(asr, "set_prompt", None)
+        if not self.cfg.asr.bias or set_prompt is None:
+            return
+        set_prompt(vocabulary.prompt())
+        refresher = getattr(self.runtime.stages.skills, "refresher", None)
+        if refresher is not None:
+            refresher.on_change(lambda home: set_prompt(self.vocabulary(home).prompt()))
+        log.info("ASR biased toward %d names and areas", len(vocabulary.names) +
+                 len(vocabulary.areas))
 
     def require_ready(self) -> VoiceStack:
         if self.stack is None:

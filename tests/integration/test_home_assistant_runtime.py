@@ -49,3 +49,40 @@ async def test_requests_reach_home_assistant_and_its_absence_is_said(tmp_path, h
     finally:
         ha.stop()
         await rt.close()
+
+
+async def test_lists_unreadable_at_start_are_read_in_the_background(tmp_path, home_dir) -> None:
+    import asyncio
+
+    ha = FakeHomeAssistant().start()
+    ha.mode = "garbage"                       # Home Assistant answers nonsense at start
+    cfg = load_config(env={}).with_overrides(
+        paths={"home": str(tmp_path / "home")}, llm={"model_dir": str(tmp_path / "none")},
+        cloud={"enabled": False}, voice={"enabled": False},
+        nlu={"home": True, "home_dir": str(home_dir)},
+        home={"backend": "home_assistant", "url": ha.url, "token": TOKEN, "retry_s": 0.2})
+    rt = Runtime.build(cfg)
+    try:
+        refresher = rt.stages.skills.refresher
+        assert refresher is not None and not refresher.fresh
+        assert rt.stages.skills.home.entities() == {}
+        await rt.start()
+        await asyncio.sleep(0.5)              # a retry or two, still failing
+        assert not refresher.fresh and refresher.failures >= 1
+        ha.mode = ""                          # back
+        for _ in range(100):
+            if refresher.fresh:
+                break
+            await asyncio.sleep(0.1)
+        assert refresher.fresh
+        # the understanding knows the names read now (not the default home's)
+        got = rt.stages.understander.parse("turn on the guest lamp")
+        assert (got.name, got.slots.get("name")) == ("HassTurnOn", "guest lamp")
+        r = await rt.pipeline.ask("turn on the guest lamp")
+        assert r.answer == "Turned on the guest lamp."
+        r = await rt.pipeline.ask("allume la lumière de la cuisine")
+        assert r.route == "skill" and "only understand English" in r.answer
+        assert len(ha.calls) == 1
+    finally:
+        ha.stop()
+        await rt.close()

@@ -209,3 +209,23 @@ def test_home_assistant_down_at_start_is_read_on_the_next_request(ha: FakeHomeAs
     assert ask(skill, "HassTurnOn", name="kitchen lamp") == TOKEN_REFUSED
     skill.client = HomeAssistantClient(ha.url, TOKEN)
     assert ask(skill, "HassTurnOn", name="kitchen lamp") == "Turned on the kitchen lamp."
+
+
+def test_entity_aliases_are_read_over_the_websocket_api(ha: FakeHomeAssistant) -> None:
+    ha.aliases = {"light.reading_light": ["Big Light", "reading lamp"]}
+    skill = make_skill(ha)
+    assert skill.home.by_name["big light"].entity_id == "light.reading_light"
+    assert home_lists(NluConfig(), skill.home).names["big light"] == "light"
+    assert ask(skill, "HassTurnOff", name="big light") == "Turned off the reading light."
+    ha.websocket = False                    # an old Home Assistant: names only, no failure
+    home = HAHome.read(HomeAssistantClient(ha.url, TOKEN))
+    assert "big light" not in home.by_name and "reading light" in home.by_name
+
+
+def test_aliases_over_a_refused_websocket_are_skipped(ha: FakeHomeAssistant) -> None:
+    from edge_runtime.skills.ha_ws import WebSocketError, entity_aliases
+    ha.aliases = {"light.reading_light": ["big light"]}
+    with pytest.raises(WebSocketError, match="refused"):
+        entity_aliases(ha.url, "wrong", ["light.reading_light"])
+    assert entity_aliases(ha.url, TOKEN, ["light.reading_light", "light.gone"]) == \
+        {"light.reading_light": ["big light"]}

@@ -40,7 +40,7 @@ def test_build_reports_held_out_templates_and_calibrates(built) -> None:
     assert (out / "home.json").is_file() and (out / "classifier.npz").is_file()
     assert report["intents"] >= 40 and report["heldout_templates"] > 0
     assert report["heldout_intent_accuracy"] > 0.8
-    assert report["heldout_wrong_intent_rate"] <= 0.01
+    assert report["heldout_wrong_intent_rate"] <= 0.02      # build_home_model(max_wrong=0.02)
     meta = json.loads((out / "home.json").read_text())
     assert all(0.3 <= t <= 0.97 for t in meta["thresholds"].values())
 
@@ -92,6 +92,68 @@ def test_understander_answers_home_requests_first_and_asks_back_when_unsure(mode
     asked = nlu.parse("living room lights a bit brighter 70 percent maybe")
     assert asked.name == CLARIFY and asked.slots["question"].startswith("Did you mean")
     assert nlu.intents.spec(CLARIFY).skill == "clarify"
+
+
+def test_misheard_names_are_put_back_from_the_home_lists() -> None:
+    home = HomeLists(("kitchen", "patio"), (), {"patio heater": "switch", "attic fan": "fan",
+                                                "hall sconce": "light", "chores": "todo"})
+    known = frozenset(("kill", "the", "fire", "up", "turn", "off", "how", "long", "until",
+                       "timer", "open", "blinds", "to", "i", "like", "red"))
+    assert home.repair("kill the patio keeper".split(), known) == \
+        "kill the patio heater".split()
+    assert home.repair("fire up the epic fan".split(), known) == "fire up the attic fan".split()
+    assert home.repair("i like the halls concept red".split(), known) == \
+        "i like the hall sconce red".split()
+    # one-word names have too many sound-alikes; known words and names are left alone
+    assert home.repair("how long until the timer goes off".split(), known) == \
+        "how long until the timer goes off".split()
+    assert home.repair("turn off the kitchen".split(), known) == "turn off the kitchen".split()
+
+
+def test_repair_is_used_in_parsing_and_can_be_switched_off(model: HomeModel) -> None:
+    assert model.parse("turn off the soafa lamp").slots.get("name") == "sofa lamp"
+    plain = model.with_lists(HOME)
+    plain.repair = False
+    assert "name" not in plain.parse("turn off the soafa lamp").slots
+
+
+def test_an_action_on_an_unknown_word_is_asked_back(model: HomeModel) -> None:
+    p = model.parse("switch the dispress on machine on")        # a misheard name, no match
+    assert not p.accepted and p.missing == ("name",)
+    nlu = HomeUnderstanding(model)
+    asked = nlu.parse("switch the dispress on machine on")
+    assert asked is not None and asked.name == CLARIFY
+    assert "device or room" in asked.slots["question"]
+
+
+def test_a_question_is_never_an_action(model: HomeModel) -> None:
+    for text in ("hows the sofa lamp", "did i leave the sofa lamp on",
+                 "tell me if the garage door is open"):
+        p = model.parse(text)
+        assert p.intent in ("HassGetState", "oos") or not p.accepted, (text, p)
+        assert p.intent not in ("HassTurnOn", "HassTurnOff"), (text, p)
+
+
+def test_pausing_without_the_word_timer_is_not_a_timer_action(model: HomeModel) -> None:
+    p = model.parse("pause this for a moment")
+    assert p.intent != "HassPauseTimer" or not p.accepted
+
+
+def test_another_language_gets_a_clear_answer_and_no_action(model: HomeModel) -> None:
+    nlu = Understander(load_intents())
+    nlu.attach_home(HomeUnderstanding(model))
+    for text in ("allume la lumière de la cuisine", "schalte das Licht in der Küche aus",
+                 "enciende la luz de la cocina", "включи свет на кухне"):
+        got = nlu.parse(text)
+        assert got.name == CLARIFY and "only understand English" in got.slots["question"], text
+    assert nlu.parse("turn on the sofa lamp").name == "HassTurnOn"
+
+
+def test_set_lists_swaps_the_home(model: HomeModel) -> None:
+    nlu = HomeUnderstanding(model.with_lists(HOME))
+    nlu.set_lists(HomeLists(("den",), (), {"porch light": "light"}))
+    got = nlu.parse("turn on the porch light")
+    assert got is not None and got.slots.get("name") == "porch light"
 
 
 def test_an_unusable_model_dir_is_a_clear_error(tmp_path) -> None:

@@ -5,7 +5,11 @@ the sentences it parses have each area, floor and entity name replaced by a plac
 (``@area``, ``@floor``, ``@name @<domain>``), so a model built once understands any home's
 lists. ``HomeLists.mask(words)`` finds the phrases (longest first, a plural or singular last
 word also matching: "kitchen lights" is the entity "Kitchen Light") and returns the masked
-words with the values found.
+words with the values found. ``repair(words, known)`` first puts back names a recognizer
+misheard ("the epic fan" -> "the attic fan", "patio keeper" -> "patio heater"): a span
+holding a word the home model never saw (not in ``known``) that sounds and is spelled like
+one of the home's names or areas of two words or more (``hass_text.similarity``) is
+replaced by that name.
 """
 from __future__ import annotations
 
@@ -13,9 +17,11 @@ import re
 from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 
+from ..hass_text import similarity, sound_key, squash
 from ..text import normalize_text
 
 ENTITY_SLOTS = ("area", "floor", "name")
+REPAIR_CUTOFF = 70.0     # hass_text.similarity score a misheard name must reach
 
 # The home the default model is built with (any home's lists work at run time).
 DEFAULT_AREAS = ("kitchen", "living room", "bedroom", "bathroom", "office", "garage", "hallway",
@@ -84,6 +90,60 @@ class HomeLists:
                     table.setdefault(form, (slot, value, domain))
         self._table = table
         self._longest = max((len(k) for k in table), default=0)
+        # sound-alike index: first sound -> (phrase words, squashed, sound key)
+        sounds: dict[str, list[tuple[tuple[str, ...], str, str]]] = {}
+        # names of two words or more: a one-word name has too many sound-alikes ("goes" ~
+        # "chores", "halfway" ~ "hallway")
+        for words in {k for k in table if len(k) > 1}:
+            text = " ".join(words)
+            key = sound_key(text)
+            if key:
+                sounds.setdefault(key[0], []).append((words, squash(text), key))
+        self._sounds = sounds
+
+    def repair(self, words: list[str], known: frozenset[str] | set[str],
+               cutoff: float = REPAIR_CUTOFF) -> list[str]:
+        """``words`` with misheard names and areas put back (best matches first, not
+        overlapping); unchanged when every word is ``known`` or in the lists."""
+        exact = {i for m in self.matches(words) for i in range(m.start, m.end)}
+        odd = [i for i, w in enumerate(words) if i not in exact and w not in known
+               and not w[:1].isdigit()]
+        if not odd:
+            return words
+        found = []
+        for i in range(len(words)):
+            for k in range(2, min(self._longest, len(words) - i) + 1):
+                if not any(i <= j < i + k for j in odd):
+                    continue
+                span = " ".join(words[i:i + k])
+                key = sound_key(span)
+                for phrase, flat, pkey in self._sounds.get(key[:1], ()):
+                    if len(phrase) != k:            # word for word: never eats or adds one
+                        continue
+                    score = similarity(span, " ".join(phrase), flat, pkey, cutoff)
+                    if score:
+                        found.append((len(phrase), k == len(phrase), score, k, -i, phrase))
+        if not found:
+            return words
+        taken = [False] * len(words)
+        out: dict[int, tuple[int, tuple[str, ...]]] = {}
+        # names of more words first ("halls come" is the hall sconce, not the hallway)
+        for *_, k, neg, phrase in sorted(found, reverse=True):
+            i = -neg
+            if not any(taken[i:i + k]):
+                taken[i:i + k] = [True] * k
+                out[i] = (k, phrase)
+        fixed: list[str] = []
+        i = 0
+        while i < len(words):
+            if i in out:
+                k, phrase = out[i]
+                fixed.extend(phrase)
+                i += k
+            else:
+                fixed.append(words[i])
+                i += 1
+        return fixed
 
     @classmethod
     def from_entities(cls, areas: Iterable[str], floors: Iterable[str],

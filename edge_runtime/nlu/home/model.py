@@ -37,7 +37,7 @@ def split_label(label: str) -> tuple[str, dict[str, str]]:
 
 HOME_FILE = "home.json"
 CLASSIFIER_FILE = "classifier.npz"
-HOME_FORMAT = 1
+HOME_FORMAT = 2
 OTHER = "oos"      # not a home request: the built-in intents answer it
 
 
@@ -115,7 +115,8 @@ class HomeSlotFiller(SlotFiller):
 
 
 _EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
-                         "from", "them", "it", "this", "that", "please", "me", "you", "us"))
+                         "from", "them", "it", "this", "that", "please", "me", "you", "us",
+                         "add", "put"))   # a command verb never begins or ends an item
 _TIME_UNITS = frozenset(("hour", "minute", "second"))
 # an intent acts only with one of these slots; without, it is asked back
 REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
@@ -129,14 +130,25 @@ REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
             **{i: ("item",) for i in ("HassShoppingListAddItem", "HassShoppingListCompleteItem",
                                       "HassListAddItem", "HassListCompleteItem",
                                       "HassListRemoveItem")}}
-# a yes/no question is never a command ("did i leave the lights on")
-_QUESTION_STARTS = frozenset(("is", "are", "did", "do", "does", "have", "has", "was", "were"))
-ACTIONS = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition",
-                     "HassClimateSetTemperature", "HassSetVolume", "HassSetVolumeRelative",
-                     "HassStartTimer", "HassCancelTimer", "HassCancelAllTimers",
-                     "HassIncreaseTimer", "HassDecreaseTimer", "HassPauseTimer",
-                     "HassUnpauseTimer", "HassMediaPause", "HassMediaUnpause", "HassMediaNext",
-                     "HassMediaPrevious", "HassShoppingListAddItem", "HassListAddItem"))
+# a question is never a command ("did i leave the lights on", "hows the porch light"): it
+# is read as the most likely intent that only answers
+QUESTION_STARTS = frozenset(("is", "are", "did", "do", "does", "have", "has", "was", "were",
+                             "how", "hows", "what", "whats", "which", "where", "wheres", "why",
+                             "who", "whos", "tell"))
+# requests about a device or area: with an unknown word and no name or area, asked back
+TARGETED = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition",
+                      "HassGetState"))
+# timer actions that, without the word, could as well be the music's ("pause this")
+_SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
+_TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
+# intents that only answer or do nothing; every other home intent acts on the home
+ANSWERS = frozenset(("HassGetState", "HassClimateGetTemperature", "HassTimerStatus",
+                     "HassGetWeather", "HassGetCurrentTime", "HassGetCurrentDate",
+                     "HassNevermind", "HassRespond"))
+
+
+def is_action(intent: str) -> bool:
+    return intent != OTHER and intent not in ANSWERS
 _UP = frozenset(("louder", "up", "raise", "increase", "higher", "crank", "pump", "boost"))
 _DOWN = frozenset(("quieter", "softer", "down", "lower", "decrease", "reduce", "quiet"))
 
@@ -150,7 +162,9 @@ def spoken_units(words: list[str]) -> list[str]:
             out[i] = "1"
     return out
 _NOT_WILD = frozenset(NUMBER_WORDS | {"hour", "hours", "minute", "minutes", "second", "seconds",
-                                      "half", "s", "timer", "timers"})
+                                      "half", "s", "timer", "timers", "now", "please", "again",
+                                      "anymore", "thanks", "moment", "sec", "bit", "while",
+                                      "today", "tonight", "already", "too", "also"})
 
 
 def wild_keys(padded: list[str], i: int, j: int) -> tuple[tuple, tuple]:
@@ -227,10 +241,12 @@ class HomeModel:
             raise HomeModelError(f"home model {path} is unusable: {exc}",
                                  hint="build it again: edge-runtime models build") from None
         self.lists = lists or built
+        self.repair = True             # put back misheard names (``HomeLists.repair``)
         self.path = path
         self._intent_of = [split_label(lab) for lab in self.classifier.labels]
         self._intents = sorted({i for i, _ in self._intent_of})
         self._col = np.array([self._intents.index(i) for i, _ in self._intent_of])
+        self._is_action = np.array([is_action(i) for i in self._intents])
 
     @property
     def intents(self) -> list[str]:
@@ -255,6 +271,8 @@ class HomeModel:
         words = normalize_text(text).split()
         if not words:
             return HomeParse(OTHER, 1.0)
+        if self.repair:
+            words = self.lists.repair(words, self.vocab)
         options: list[list[Match]] = [self.lists.matches(words)]
         reduced = self.lists.matches(words, skip=self.vocab)
         if reduced != options[0]:
@@ -268,6 +286,10 @@ class HomeModel:
                 best = (float(per_intent[top]), top, probs, per_intent, found, masked)
         assert best is not None
         confidence, top, probs, per_intent, found, masked = best
+        question = words[0] in QUESTION_STARTS
+        if question and is_action(self._intents[top]):
+            top = int(np.where(self._is_action, -1.0, per_intent).argmax())
+            confidence = float(per_intent[top])
         intent = self._intents[top]
         second = self._intents[int(np.argsort(per_intent)[-2])] if len(self._intents) > 1 else ""
         if intent == OTHER:
@@ -285,10 +307,15 @@ class HomeModel:
         slots.update(fixed)
         need = REQUIRED.get(intent, ())
         missing = need if need and not any(k in slots for k in need) else ()
-        question = words[0] in _QUESTION_STARTS and intent in ACTIONS
+        # an action on no device or area, with a word never seen: a misheard name? asked back
+        if not missing and intent in TARGETED and not found and \
+                any(w not in self.vocab and not number_word(w) for w in masked):
+            missing = ("name",)
+        if not missing and intent in _SAY_TIMER and not set(masked) & _TIMER_WORDS:
+            missing = ("timer",)       # "pause this": the music, or a timer?
         return HomeParse(intent, confidence, slots,
                          accepted=confidence >= self.threshold(intent) and not missing
-                         and not question,
+                         and not (question and is_action(intent)),
                          missing=missing, runner_up=second)
 
     def _slots(self, intent: str, label: str, text: str, found: list[Match],

@@ -12,7 +12,13 @@ recognises:
   to the built-in intents, which answer them with richer slots);
 - below it but still likely a home request: ``clarify``, a question back ("Did you mean:
   turn on the kitchen lamp?"), never an action;
-- not a home request: None (the built-in understanding goes on).
+- not a home request: None (the built-in understanding goes on);
+- a request in another language (``nlu.language.other_language``): ``clarify`` with a
+  spoken answer that says so ("Sorry, I only understand English, so I did nothing."),
+  never an action.
+
+Without a built model ``EnglishOnly`` still answers another language.
+``set_lists`` swaps the home's lists (Home Assistant read again: ``skills.ha_refresh``).
 """
 from __future__ import annotations
 
@@ -24,10 +30,12 @@ from typing import TYPE_CHECKING, Any
 from ...config import NluConfig
 from ...types import Intent
 from ..base import IntentSpec
+from ..language import other_language
 from .lists import HomeLists
 from .model import HOME_FILE, HOME_FORMAT, OTHER, HomeModel
 
 if TYPE_CHECKING:
+    from ...skills.ha_refresh import HomeRefresher
     from ...skills.home_state import HomeBackend
 
 log = logging.getLogger(__name__)
@@ -49,6 +57,9 @@ _VERBS = {"HassTurnOn": "turn on", "HassTurnOff": "turn off", "HassLightSet": "s
           "HassShoppingListAddItem": "add to the shopping list", "HassListAddItem": "add to a list",
           "HassGetState": "check", "HassClimateGetTemperature": "check the temperature",
           "HassTimerStatus": "check your timers", "HassGetWeather": "check the weather"}
+
+
+_SAID = {"name": "device or room"}
 
 
 def default_dir() -> Path:
@@ -91,9 +102,33 @@ def describe(intent: str, slots: dict[str, Any]) -> str:
     return f"{text} to {value}" if value is not None else text
 
 
+ENGLISH_ONLY = "Sorry, I only understand English, so I did nothing. Please say it in English."
+
+
+class EnglishOnly:
+    """Without a home model: only requests in another language are answered (``clarify``
+    says so), everything else goes on to the built-in intents."""
+
+    def specs(self) -> dict[str, IntentSpec]:
+        return {CLARIFY: IntentSpec(name=CLARIFY, skill=CLARIFY,
+                                    description="a home request asked back (not sure enough)")}
+
+    def parse(self, text: str) -> Intent | None:
+        language = other_language(text)
+        if language:
+            log.debug("request in %s: not understood", language)
+            return Intent(CLARIFY, 1.0, {"question": ENGLISH_ONLY, "language": language})
+        return None
+
+
 class HomeUnderstanding:
     def __init__(self, model: HomeModel) -> None:
         self.model = model
+
+    def set_lists(self, lists: HomeLists) -> None:
+        """Parse with ``lists`` from now on (one assignment: a parse in flight sees the old
+        or the new model, never half of each)."""
+        self.model = self.model.with_lists(lists)
 
     def specs(self) -> dict[str, IntentSpec]:
         """Intent specs for the pipeline: every home intent answered by the ``home`` skill,
@@ -105,13 +140,16 @@ class HomeUnderstanding:
         return out
 
     def parse(self, text: str) -> Intent | None:
+        other = EnglishOnly().parse(text)
+        if other is not None:
+            return other
         hp = self.model.parse(text)
         if hp.intent == OTHER or hp.intent in BUILTIN:
             return None
         if hp.accepted:
             return Intent(hp.intent, hp.confidence, hp.slots)
         if hp.missing and hp.confidence >= self.model.threshold(hp.intent):
-            lacking = " or ".join(m.replace("_", " ") for m in hp.missing)
+            lacking = " or ".join(_SAID.get(m, m.replace("_", " ")) for m in hp.missing)
             question = f"I understood: {describe(hp.intent, hp.slots)}, but not the " \
                        f"{lacking}. Please say it again."
             return Intent(CLARIFY, hp.confidence, {"question": question, "intent": hp.intent,
@@ -125,7 +163,8 @@ class HomeUnderstanding:
                                                "read_only": hp.intent in _READ_ONLY})
 
 
-def attach_home(understander: Any, cfg: NluConfig, home: HomeBackend | None = None) -> bool:
+def attach_home(understander: Any, cfg: NluConfig, home: HomeBackend | None = None,
+                refresher: HomeRefresher | None = None) -> bool:
     """Give ``understander`` the home understanding built by ``edge-runtime models build``;
     False (logged with the fix, never raised) when it is missing or unusable: the daemon
     then serves the built-in intents."""
@@ -133,13 +172,19 @@ def attach_home(understander: Any, cfg: NluConfig, home: HomeBackend | None = No
     if not (path / HOME_FILE).is_file():
         log.warning("home understanding not built in %s: serving the built-in intents "
                     "(run `edge-runtime models build`)", path)
+        understander.attach_home(EnglishOnly())
         return False
     try:
         model = HomeModel(path, home_lists(cfg, home))
+        model.repair = cfg.home_repair
     except Exception as exc:              # unusable files
         log.warning("home model in %s unusable (%s): serving the built-in intents "
                     "(run `edge-runtime models build --force`)", path, exc)
+        understander.attach_home(EnglishOnly())
         return False
-    understander.attach_home(HomeUnderstanding(model))
+    understanding = HomeUnderstanding(model)
+    understander.attach_home(understanding)
     log.info("home understanding ready: %d intents from %s", len(model.intents), path)
+    if refresher is not None:             # Home Assistant's lists, read again
+        refresher.on_change(lambda fresh: understanding.set_lists(home_lists(cfg, fresh)))
     return True

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import random
 
+from ...home.model import QUESTION_STARTS
+
 _FRAMES = (("please",), ("can", "you"), ("could", "you"), ("hey",), ("i", "want", "you", "to"),
            ("would", "you"), ("okay",), ("um",), ("go", "ahead", "and"), ("i", "need", "you", "to"),
            ("can", "you", "please"), ("lets",), ("just",))
+_ASKS = (("hey",), ("okay",), ("um",), ("so",), ("quick", "question"))    # before a question
 _TAILS = (("please",), ("for", "me"), ("now",), ("right", "now"), ("thanks",), ("thank", "you"))
 _DROP = frozenset(("the", "a", "my", "to", "of", "please", "all", "in", "is", "are", "for", "me"))
 _SYNONYMS = {
@@ -54,9 +57,12 @@ def _move_room(words: list[str]) -> list[str]:
 def variant(words: list[str], rng: random.Random) -> list[str]:
     """One natural-speech rewrite of masked ``words`` (a new list)."""
     out = list(words)
+    question = bool(words) and words[0] in QUESTION_STARTS
     for _ in range(rng.choice((1, 1, 2))):
         r = rng.random()
-        if r < 0.25:
+        if r < 0.25 and question:
+            out = list(rng.choice(_ASKS)) + out
+        elif r < 0.25:
             out = list(rng.choice(_FRAMES)) + out
         elif r < 0.35:
             out = out + list(rng.choice(_TAILS))
@@ -69,3 +75,35 @@ def variant(words: list[str], rng: random.Random) -> list[str]:
         else:
             out = _move_room(out)
     return out
+
+
+def unmask(masked: list[str], values: dict[str, str]) -> list[str] | None:
+    """Masked words with each placeholder replaced by its value in ``values`` (``name``,
+    ``area``, ``floor``); None when one has no value."""
+    out: list[str] = []
+    skip = False
+    for w in masked:
+        if skip:
+            skip = False
+            if w.startswith("@"):
+                continue                       # the domain placeholder after @name
+        if w in ("@name", "@area", "@floor"):
+            value = values.get(w[1:])
+            if not value:
+                return None
+            out.extend(value.split())
+            skip = w == "@name"
+        elif w.startswith("@"):
+            return None
+        else:
+            out.append(w)
+    return out
+
+
+def vocabulary() -> set[str]:
+    """Every word a rewrite can bring in (frames, tails, synonyms)."""
+    words = {w for group in (_FRAMES, _ASKS, _TAILS) for phrase in group for w in phrase}
+    for key, options in _SYNONYMS.items():
+        words.update(key)
+        words.update(w for phrase in options for w in phrase)
+    return words

@@ -168,7 +168,7 @@ class Hassil:
         return result.intent.name, {e.name: e.value for e in result.entities_list}
 
 
-def _score(results: list[tuple[Case, str, dict, bool]]) -> dict:
+def score(results: list[tuple[Case, str, dict, bool]]) -> dict:
     n = max(len(results), 1)
     intent_ok = exact = wrong = 0
     for case, intent, slots, acted in results:
@@ -197,7 +197,7 @@ def evaluate(root: str | Path, model: HomeModel, with_hassil: bool = True,
         if hassil is not None:
             name, slots = hassil.parse(case.sentence, home)
             theirs.append((case, name, slots, name != OTHER))
-    report = _score(ours)
+    report = score(ours)
     for key, values in (("parse_ms", times), ("parse_cpu_ms", cpu)):   # wall, and CPU (one core)
         values.sort()
         report[f"{key}_p50"] = round(values[len(values) // 2] * 1000, 3)
@@ -205,7 +205,7 @@ def evaluate(root: str | Path, model: HomeModel, with_hassil: bool = True,
         report[f"{key}_p99"] = round(p99 * 1000, 3)
     report["top_intent_accuracy"] = sum(i == c.intent for c, i, _, _ in ours) / max(len(ours), 1)
     if hassil is not None:
-        report["hassil"] = _score(theirs)
+        report["hassil"] = score(theirs)
     if misses:
         report["misses"] = [{"sentence": c.sentence, "expected": [c.intent, c.slots],
                              "got": [i, {k: v for k, v in s.items()}, a], "file": c.file}
