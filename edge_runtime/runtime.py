@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-
 import logging
 import statistics
 from dataclasses import dataclass
