@@ -238,7 +238,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import run_doctor
-    return run_doctor(_load(args), gpu=args.gpu)
+    return run_doctor(_load(args, one_shot=True), gpu=args.gpu)
 
 
 # -- parser --------------------------------------------------------------------------------
