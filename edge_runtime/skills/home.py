@@ -39,7 +39,10 @@ def _say(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-def common_handlers(timers: HomeTimers) -> dict[str, Callable[[dict[str, Any]], str]]:
+Handler = Callable[[dict[str, Any]], str]
+
+
+def common_handlers(timers: HomeTimers) -> dict[str, Handler]:
     """The intents every home backend answers the same way: weather (no source), "never
     mind" and the timer adjustments (timers live on the device, not in the home)."""
     return {
@@ -52,12 +55,30 @@ def common_handlers(timers: HomeTimers) -> dict[str, Callable[[dict[str, Any]], 
     }
 
 
-class HomeSkill:
+class HandlerTable:
+    """A home backend's skill: each intent it answers has one handler in ``_handlers``
+    (its own, plus :func:`common_handlers`)."""
+
+    _handlers: dict[str, Handler]
+    _where = "in this home"             # "I can't do X <where> yet."
+
+    @property
+    def intents(self) -> frozenset[str]:
+        return frozenset(self._handlers)
+
+    def handler(self, intent: Intent) -> Handler:
+        handler = self._handlers.get(intent.name)
+        if handler is None:
+            raise SkillInputError(f"I can't do {intent.name} {self._where} yet.")
+        return handler
+
+
+class HomeSkill(HandlerTable):
     name = "home"
 
     def __init__(self, home: SimHome, devices: DeviceSkill, timers: HomeTimers) -> None:
         self.home, self.devices, self.timers = home, devices, timers
-        self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
+        self._handlers = {
             "HassTurnOn": lambda s: self._switch(s, True),
             "HassTurnOff": lambda s: self._switch(s, False),
             "HassGetState": self._state, "HassLightSet": self._light,
@@ -79,15 +100,8 @@ class HomeSkill:
             **common_handlers(self.timers),
         }
 
-    @property
-    def intents(self) -> frozenset[str]:
-        return frozenset(self._handlers)
-
     def handle(self, intent: Intent, text: str) -> str:
-        handler = self._handlers.get(intent.name)
-        if handler is None:
-            raise SkillInputError(f"I can't do {intent.name} in this home yet.")
-        return handler(dict(intent.slots))
+        return self.handler(intent)(dict(intent.slots))
 
     # -- devices, covers, locks -------------------------------------------------------------
     def _device_slots(self, slots: dict[str, Any]) -> dict[str, Any]:

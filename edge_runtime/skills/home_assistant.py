@@ -22,7 +22,7 @@ from ..nlu.text import normalize_text
 from ..types import Intent
 from .base import SkillInputError
 from .ha_client import EntityGone, Entity, HAHome, HomeAssistantClient, HomeAssistantError
-from .home import _num, _say, common_handlers
+from .home import HandlerTable, _num, _say, common_handlers
 from .home_timers import HomeTimers
 from .speech import join_words
 
@@ -58,14 +58,15 @@ def read_home(cfg: HomeConfig) -> tuple[HomeAssistantClient, HAHome]:
     return client, home
 
 
-class HomeAssistantSkill:
+class HomeAssistantSkill(HandlerTable):
     name = "home"
+    _where = "with Home Assistant"
 
     def __init__(self, client: HomeAssistantClient, home: HAHome, timers: HomeTimers,
                  refresher: HomeRefresher | None = None) -> None:
         self.client, self.home, self.timers = client, home, timers
         self.refresher = refresher
-        self._handlers: dict[str, Callable[[dict[str, Any]], str]] = {
+        self._handlers = {
             "HassTurnOn": lambda s: self._switch(s, True),
             "HassTurnOff": lambda s: self._switch(s, False),
             "HassGetState": self._state, "HassLightSet": self._light,
@@ -82,14 +83,8 @@ class HomeAssistantSkill:
             **common_handlers(self.timers),
         }
 
-    @property
-    def intents(self) -> frozenset[str]:
-        return frozenset(self._handlers)
-
     def handle(self, intent: Intent, text: str) -> str:
-        handler = self._handlers.get(intent.name)
-        if handler is None:
-            raise SkillInputError(f"I can't do {intent.name} with Home Assistant yet.")
+        handler = self.handler(intent)
         if not self.home.by_name:                 # not read yet (down at start): read it now
             fresh = HAHome.read(self.client)      # raises the reason it cannot be read
             if self.refresher is not None:        # the understanding and ASR hear of it
