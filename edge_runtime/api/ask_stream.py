@@ -12,18 +12,13 @@ error; after it, the last line is ``{"type": "error", "error": {code, message, h
 """
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 from typing import Any
 
 from aiohttp import web
 
-from ..errors import EdgeError
-from .http_stream import LazyResponse
+from .http_stream import LazyResponse, serve_stream
 from .streaming import AnswerStream, Piece
-
-log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "application/x-ndjson"
 
@@ -35,23 +30,15 @@ def _line(obj: dict[str, Any]) -> bytes:
 async def stream_ask(request: web.Request, pipeline: Any, text: Any, *,
                      budget_ms: float | None, session: str | None) -> web.StreamResponse:
     out = LazyResponse(request, CONTENT_TYPE)
-    try:
-        try:
-            async with AnswerStream(pipeline, text, budget_ms=budget_ms, session=session,
-                                    clock=pipeline.clock) as stream:
-                async for event in stream:
-                    await out.write(_line({"type": "piece", "text": event.text}
-                                          if isinstance(event, Piece) else {"type": "reset"}))
-            await out.write(_line({"type": "answer", **stream.result.to_dict()}))
-        except EdgeError as exc:
-            if not out.started:
-                raise                        # nothing sent yet: the HTTP status says it
-            log.info("streamed answer failed midway: %s", exc.one_line())
-            await out.write(_line({"type": "error", "error": exc.to_dict()}))
-        return await out.finish()
-    except ConnectionError:
-        log.info("a /v1/ask stream client went away; its answer was cancelled")
-        return out.response
-    except asyncio.CancelledError:           # the server cancels handlers of gone clients
-        log.info("a /v1/ask stream client went away; its answer was cancelled")
-        raise
+
+    async def body() -> None:
+        async with AnswerStream(pipeline, text, budget_ms=budget_ms, session=session,
+                                clock=pipeline.clock) as stream:
+            async for event in stream:
+                await out.write(_line({"type": "piece", "text": event.text}
+                                      if isinstance(event, Piece) else {"type": "reset"}))
+        await out.write(_line({"type": "answer", **stream.result.to_dict()}))
+
+    return await serve_stream(out, body, route="/v1/ask",
+                              error_event=lambda exc: _line({"type": "error",
+                                                             "error": exc.to_dict()}))

@@ -15,7 +15,6 @@ bearer-token rule applies (``daemon.auth_and_errors``). Request parsing: ``opena
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
@@ -29,7 +28,7 @@ from ..http_guard import LIMITS_KEY, read_body
 from ..limits import RequestLimits, check_text, parse_json
 from ..runtime import Runtime
 from ..types import Result
-from .http_stream import LazyResponse
+from .http_stream import LazyResponse, serve_stream
 from .openai_request import ChatRequest, ChatRequestError, parse_chat_request
 from .streaming import AnswerStream, Piece
 
@@ -197,35 +196,26 @@ async def _stream(request: web.Request, pipeline: Any, req: ChatRequest,
     chunks = _Chunks(req.model, int(clock.time()))
     out = LazyResponse(request, "text/event-stream; charset=utf-8")
     first_chunk_m: float | None = None
-    try:
-        try:
-            async with AnswerStream(pipeline, req.text, session=session,
-                                    clock=clock) as stream:
-                async for event in stream:
-                    if not isinstance(event, Piece):   # RESET: a cloud answer broke off
-                        await out.write(chunks.event({}, edge_runtime={"reset": True}))
-                        continue
-                    await out.write(chunks.content(event.text))
-                    if first_chunk_m is None:
-                        first_chunk_m = clock.monotonic()
-            ext = _extension(stream.result, req)
-            first = stream.result.timings.first_token
-            ext["first_token_ms"] = None if first is None else round(first * 1e3, 3)
-            ext["first_chunk_ms"] = None if first_chunk_m is None else \
-                round((first_chunk_m - t_start) * 1e3, 3)
-            delta = {} if chunks.role_sent else {"role": "assistant", "content": ""}
-            await out.write(chunks.event(delta, "stop", edge_runtime=ext))
-        except EdgeError as exc:
-            if not out.started:
-                raise                        # nothing sent yet: the HTTP status says it
-            log.info("streamed chat answer failed midway: %s", exc.one_line())
-            await out.write(b"data: " + json.dumps(_error_of(exc)).encode() + b"\n\n")
-        await out.write(DONE)
-        return await out.finish()
-    except ConnectionError:
-        log.info("a /v1/chat/completions stream client went away; its answer was cancelled")
-        return out.response
-    except asyncio.CancelledError:           # the server cancels handlers of gone clients
-        log.info("a /v1/chat/completions stream client went away; its answer was cancelled")
-        raise
+
+    async def body() -> None:
+        nonlocal first_chunk_m
+        async with AnswerStream(pipeline, req.text, session=session, clock=clock) as stream:
+            async for event in stream:
+                if not isinstance(event, Piece):   # RESET: a cloud answer broke off
+                    await out.write(chunks.event({}, edge_runtime={"reset": True}))
+                    continue
+                await out.write(chunks.content(event.text))
+                if first_chunk_m is None:
+                    first_chunk_m = clock.monotonic()
+        ext = _extension(stream.result, req)
+        first = stream.result.timings.first_token
+        ext["first_token_ms"] = None if first is None else round(first * 1e3, 3)
+        ext["first_chunk_ms"] = None if first_chunk_m is None else \
+            round((first_chunk_m - t_start) * 1e3, 3)
+        delta = {} if chunks.role_sent else {"role": "assistant", "content": ""}
+        await out.write(chunks.event(delta, "stop", edge_runtime=ext))
+
+    return await serve_stream(
+        out, body, route="/v1/chat/completions", tail=DONE,
+        error_event=lambda exc: b"data: " + json.dumps(_error_of(exc)).encode() + b"\n\n")
 
