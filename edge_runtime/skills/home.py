@@ -57,10 +57,40 @@ def common_handlers(timers: HomeTimers) -> dict[str, Handler]:
 
 class HandlerTable:
     """A home backend's skill: each intent it answers has one handler in ``_handlers``
-    (its own, plus :func:`common_handlers`)."""
+    (:meth:`device_handlers`, its own, and :func:`common_handlers`)."""
 
     _handlers: dict[str, Handler]
     _where = "in this home"             # "I can't do X <where> yet."
+
+    def device_handlers(self) -> dict[str, Handler]:
+        """Devices, covers and climate: the intents every backend answers with its own
+        ``_switch``, ``_state``, ``_light``, ``_position`` and ``_*_temperature``."""
+        return {
+            "HassTurnOn": lambda s: self._switch(s, True),
+            "HassTurnOff": lambda s: self._switch(s, False),
+            "HassGetState": self._state, "HassLightSet": self._light,
+            "HassSetPosition": self._position,
+            "HassClimateGetTemperature": self._get_temperature,
+            "HassClimateSetTemperature": self._set_temperature,
+        }
+
+    def _switch(self, slots: dict[str, Any], on: bool) -> str:
+        raise NotImplementedError
+
+    def _state(self, slots: dict[str, Any]) -> str:
+        raise NotImplementedError
+
+    def _light(self, slots: dict[str, Any]) -> str:
+        raise NotImplementedError
+
+    def _position(self, slots: dict[str, Any]) -> str:
+        raise NotImplementedError
+
+    def _get_temperature(self, slots: dict[str, Any]) -> str:
+        raise NotImplementedError
+
+    def _set_temperature(self, slots: dict[str, Any]) -> str:
+        raise NotImplementedError
 
     @property
     def intents(self) -> frozenset[str]:
@@ -79,12 +109,7 @@ class HomeSkill(HandlerTable):
     def __init__(self, home: SimHome, devices: DeviceSkill, timers: HomeTimers) -> None:
         self.home, self.devices, self.timers = home, devices, timers
         self._handlers = {
-            "HassTurnOn": lambda s: self._switch(s, True),
-            "HassTurnOff": lambda s: self._switch(s, False),
-            "HassGetState": self._state, "HassLightSet": self._light,
-            "HassSetPosition": self._position,
-            "HassClimateGetTemperature": self._get_temperature,
-            "HassClimateSetTemperature": self._set_temperature,
+            **self.device_handlers(),
             "HassMediaPause": lambda s: self._media_play(False),
             "HassMediaUnpause": lambda s: self._media_play(True),
             "HassMediaNext": lambda s: self._media_skip(1),

@@ -67,12 +67,7 @@ class HomeAssistantSkill(HandlerTable):
         self.client, self.home, self.timers = client, home, timers
         self.refresher = refresher
         self._handlers = {
-            "HassTurnOn": lambda s: self._switch(s, True),
-            "HassTurnOff": lambda s: self._switch(s, False),
-            "HassGetState": self._state, "HassLightSet": self._light,
-            "HassSetPosition": self._position,
-            "HassClimateGetTemperature": self._get_temperature,
-            "HassClimateSetTemperature": self._set_temperature,
+            **self.device_handlers(),
             **{i: self._media_handler(i) for i in MEDIA},
             "HassSetVolume": self._volume,
             "HassShoppingListAddItem": lambda s: self._list(s, "add_item", True),
