@@ -6,7 +6,9 @@
 Every sentence of a Home Assistant-format test folder (default ``tests/data/hass_eval``;
 ``--limit N``: the first N, in file order) is rendered by Piper (en_US joe medium,
 ``deterministic=True``: the same samples every run) and by espeak-ng (en-us, 160 wpm),
-then heard by faster-whisper tiny.en (int8, beam 1, 2 threads, ``asr.whisper``) twice: as
+then heard by faster-whisper tiny.en (int8, 2 threads, ``asr.whisper``; beam ``asr.beam_size``
+and ``asr.nbest`` hypotheses unless ``--beam``/``--nbest``, the transcript chosen among them
+as the daemon does, ``asr.nbest.choose``; ``best_only`` scores the beam's best alone) twice: as
 is, and biased (``asr.bias.CommandVocabulary``: the command words plus the test home's area
 and entity names as Whisper's prompt). Each transcript is understood by the home model
 (``HomeModel``, the daemon's home lists = the test file's; with the repair of misheard
@@ -57,7 +59,8 @@ def vocabulary(home):
 def run(args) -> dict:
     from edge_runtime.asr.wer import word_errors
     from edge_runtime.asr.whisper import WhisperAsr
-    from edge_runtime.config import NluConfig
+    from edge_runtime.asr.nbest import choose
+    from edge_runtime.config import AsrConfig, NluConfig
     from edge_runtime.nlu.home.model import OTHER, HomeModel
     from edge_runtime.nlu.train.home.build import build_default
     from edge_runtime.nlu.train.home.hass_eval import Case, Hassil, load_cases, score
@@ -68,11 +71,17 @@ def run(args) -> dict:
     model = HomeModel(build_default(NluConfig(home_dir=args.home or "")))
     hassil = Hassil()
     tts = PiperTts(None, deterministic=True) if "piper" in voices else None
-    asr = WhisperAsr(None, threads=args.threads)
+    asr_cfg = AsrConfig()
+    beam = args.beam or asr_cfg.beam_size
+    nbest = min(args.nbest or asr_cfg.nbest, beam)
+    asr = WhisperAsr(None, threads=args.threads, beam_size=beam, nbest=nbest)
     views: dict[int, HomeModel] = {}
-    report: dict = {"sentences": len(cases), "voices": voices, "source": str(args.hass)}
+    report: dict = {"sentences": len(cases), "voices": voices, "source": str(args.hass),
+                    "beam_size": beam, "nbest": nbest, "nbest_margin": asr_cfg.nbest_margin,
+                    "nbest_min_confidence": asr_cfg.nbest_min_confidence}
     for bias in {"plain": (False,), "biased": (True,), "both": (False, True)}[args.bias]:
         ours: list[tuple[Case, str, dict, bool]] = []
+        best_only: list[tuple[Case, str, dict, bool]] = []     # asr.nbest = 1
         unrepaired: list[tuple[Case, str, dict, bool]] = []     # nlu.home_repair = false
         theirs: list[tuple[Case, str, dict, bool]] = []
         errors = words = 0
@@ -85,11 +94,15 @@ def run(args) -> dict:
                 audio = render(case.sentence, voice, tts, Path(args.audio))
                 asr.set_prompt(vocabulary(home).prompt() if bias else "")
                 t0 = time.perf_counter()
-                heard = asr.transcribe(audio).text
+                t = asr.transcribe(audio)
                 decode_s += time.perf_counter() - t0
+                view = views.setdefault(id(home), model.with_lists(home.lists()))
+                b = view.parse(t.text)
+                best_only.append((case, b.intent, b.slots, b.accepted and b.intent != OTHER))
+                heard = choose(t, lambda text, sure, v=view: _acts(v, text, sure),
+                               asr_cfg.nbest_margin, asr_cfg.nbest_min_confidence).text
                 e, n = word_errors(case.sentence, heard)
                 errors, words = errors + e, words + n
-                view = views.setdefault(id(home), model.with_lists(home.lists()))
                 p = view.parse(heard)
                 acted = p.accepted and p.intent != OTHER
                 ours.append((case, p.intent, p.slots, acted))
@@ -108,10 +121,19 @@ def run(args) -> dict:
         report[key] = {**score(ours), "wer": errors / max(words, 1),
                        "decode_s_mean": round(decode_s / max(len(ours), 1), 3),
                        "hassil": score(theirs), "by_voice": by_voice,
-                       "no_repair": score(unrepaired)}
+                       "no_repair": score(unrepaired), "best_only": score(best_only)}
         if misses:
             report[key]["misses"] = misses
     return report
+
+
+def _acts(view, text: str, at_least: float) -> bool:
+    """What the daemon's ``HomeUnderstanding.acts_on`` says, for the test file's home."""
+    from edge_runtime.nlu.home.model import OTHER
+    from edge_runtime.nlu.language import other_language
+    p = view.parse(text)
+    return (p.accepted and p.intent != OTHER and p.confidence >= at_least
+            and not other_language(text))
 
 
 def _right(case, served: str, slots: dict) -> bool:
@@ -122,7 +144,8 @@ def _right(case, served: str, slots: dict) -> bool:
 
 def format_report(r: dict) -> str:
     lines = [f"{r['sentences']} sentences x {len(r['voices'])} voices ({', '.join(r['voices'])})"
-             f" from {r['source']}"]
+             f" from {r['source']}; Whisper beam {r['beam_size']}, N-best {r['nbest']} "
+             f"(margin {r['nbest_margin']}, understood >= {r['nbest_min_confidence']})"]
     for key in ("plain", "biased"):
         if key not in r:
             continue
@@ -133,6 +156,10 @@ def format_report(r: dict) -> str:
                      f"{x['hassil']['intent_accuracy']:.4f} exact slots "
                      f"{x['hassil']['exact_slots']:.4f} wrong action "
                      f"{x['hassil']['wrong_action_rate']:.4f}")
+        n = x["best_only"]
+        lines.append(f"        best hypothesis only (asr.nbest = 1): intent "
+                     f"{n['intent_accuracy']:.4f} exact slots {n['exact_slots']:.4f} wrong "
+                     f"action {n['wrong_action_rate']:.4f}")
         n = x["no_repair"]
         lines.append(f"        without name repair: intent {n['intent_accuracy']:.4f} exact slots "
                      f"{n['exact_slots']:.4f} wrong action {n['wrong_action_rate']:.4f}")
@@ -153,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--audio", default=str(AUDIO_DIR), help="rendered audio kept here")
     ap.add_argument("--home", default="", help="home model directory (default: nlu.home_dir)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--beam", type=int, default=0, help="Whisper beam size (0: asr.beam_size)")
+    ap.add_argument("--nbest", type=int, default=0, help="hypotheses kept (0: asr.nbest)")
     ap.add_argument("--misses", type=int, default=0, help="list up to N misses per setting")
     ap.add_argument("--bias", choices=("plain", "biased", "both"), default="both",
                     help="decode without the prompt, with it, or both (default)")

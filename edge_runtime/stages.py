@@ -30,6 +30,10 @@ class Understanding(Protocol):
 
     def parse(self, text: Query | str) -> Intent: ...
 
+    def acts_on(self, text: str, at_least: float = 0.0) -> bool:
+        """Whether ``text`` would be acted on, sure to ``at_least`` (ASR hypothesis choice)."""
+        ...
+
 
 class SkillLookup(Protocol):
     """The skill registry (``skills.SkillRegistry``): a skill by name, and the timers the

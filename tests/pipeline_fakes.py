@@ -21,6 +21,9 @@ class FakeUnderstander:
         return Intent("get_time", 0.9, text=query.normalized) if "time" in query.normalized \
             else Intent("oos", 0.2, text=query.normalized)
 
+    def acts_on(self, text, at_least=0.0):
+        return "time" in text
+
 
 class FakeSkill:
     name = "time"

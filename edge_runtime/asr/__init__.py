@@ -20,14 +20,15 @@ def available_backends() -> list[str]:
 
 def load_asr(backend: str = "whisper", *, model_dir: str = "", threads: int = 2,
              beam_size: int = 1, window_s: float = 10.0, partial_every_s: float = 0.5,
-             grammar: list[str] | None = None) -> AsrEngine:
+             grammar: list[str] | None = None, nbest: int = 1) -> AsrEngine:
     """Build the chosen engine (loads the model: call off the event loop). ``grammar``
-    (vosk only) limits recognition to those phrases."""
+    (vosk only) limits recognition to those phrases; ``nbest`` (whisper): hypotheses kept
+    per short command (``Transcript.alternatives``)."""
     require_backend("asr.backend", BACKENDS, backend)
     if backend == "whisper":
         from .whisper import WhisperAsr
         return WhisperAsr(model_dir or None, threads=threads, beam_size=beam_size,
-                          window_s=window_s, partial_every_s=partial_every_s)
+                          window_s=window_s, partial_every_s=partial_every_s, nbest=nbest)
     if backend == "vosk":
         from .vosk import VoskAsr
         return VoskAsr(model_dir, grammar=grammar)

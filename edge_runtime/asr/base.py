@@ -30,6 +30,9 @@ class Transcript:
     audio_s: float                 # seconds of audio decoded
     decode_s: float                # seconds the decode took
     confidence: float | None = None
+    # the recognizer's other hypotheses, most likely first, each with its confidence
+    # (Whisper's beam: ``asr.nbest``); ``asr.nbest.choose`` may pick one of them
+    alternatives: tuple[tuple[str, float], ...] = ()
 
 
 class AsrStream(Protocol):

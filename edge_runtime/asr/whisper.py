@@ -11,6 +11,10 @@ decoder is unchanged), about 4-6x faster on CPU at the same transcript on comman
 the decoder toward the command vocabulary and the home's names: its tokens go before the
 transcript as "previous text" (``<|startofprev|>`` ... ``<|startoftranscript|>``, the
 mechanism of faster-whisper's ``initial_prompt`` and ``hotwords``; at most 223 tokens).
+
+``nbest`` (``asr.nbest``, at most ``beam_size``): a short command's transcript carries the
+beam's other finished hypotheses (``Transcript.alternatives``, each with its mean token
+probability) at no extra decode cost, for ``asr.nbest.choose``.
 """
 from __future__ import annotations
 
@@ -64,7 +68,7 @@ class WhisperAsr:
 
     def __init__(self, model_dir: str | Path | None = None, *, threads: int = 2,
                  compute_type: str = "int8", beam_size: int = 1, window_s: float = 10.0,
-                 partial_every_s: float = 0.5, prompt: str = "") -> None:
+                 partial_every_s: float = 0.5, prompt: str = "", nbest: int = 1) -> None:
         d = Path(model_dir) if model_dir else default_model_dir()
         missing = [f for f in REQUIRED if d is None or not (d / f).is_file()]
         if missing:
@@ -80,6 +84,7 @@ class WhisperAsr:
                                  stage="asr") from None
         self.model_dir = d
         self.beam_size = beam_size
+        self.nbest = max(1, min(nbest, beam_size))
         self.window_s = min(30.0, max(1.0, window_s))
         self.partial_every_s = partial_every_s
         tok = self.model.hf_tokenizer
@@ -114,8 +119,10 @@ class WhisperAsr:
         if dur < 0.05:
             return Transcript("", self.name, dur, 0.0)
         confidence = None
+        alternatives: tuple[tuple[str, float], ...] = ()
         if dur + 0.5 <= self.window_s < 30.0:
-            text, confidence = self._short(audio)
+            (text, confidence), *others = self._short(audio)
+            alternatives = tuple((drop_repeats(t.strip()), c) for t, c in others)
         else:
             segments, _ = self.model.transcribe(
                 audio, language="en", beam_size=self.beam_size, without_timestamps=True,
@@ -123,10 +130,11 @@ class WhisperAsr:
                 initial_prompt=self.prompt or None)
             text = " ".join(s.text.strip() for s in segments)
         return Transcript(drop_repeats(text.strip()), self.name, dur, time.perf_counter() - t0,
-                          confidence)
+                          confidence, alternatives)
 
-    def _short(self, audio: np.ndarray) -> tuple[str, float]:
-        """(text, confidence: the mean token probability, exp of the mean log-probability)."""
+    def _short(self, audio: np.ndarray) -> list[tuple[str, float]]:
+        """The ``nbest`` hypotheses, most likely first: (text, confidence: the mean token
+        probability, exp of the mean log-probability)."""
         import ctranslate2
         feats = self.model.feature_extractor(audio)          # (80, frames)
         n = int(self.window_s * _FRAMES_PER_S)
@@ -138,8 +146,10 @@ class WhisperAsr:
         max_tokens = int(10 + 8 * len(audio) / RATE)          # speech is < 5 tokens/s
         prompt = self._prompt
         res = self.model.model.generate(enc, [prompt], beam_size=self.beam_size,
+                                        num_hypotheses=self.nbest,
                                         max_length=len(prompt) + max_tokens,
                                         no_repeat_ngram_size=0,
                                         suppress_blank=True, return_scores=True)
-        ids = [t for t in res[0].sequences_ids[0] if t < self._eot]
-        return self.model.hf_tokenizer.decode(ids), float(np.exp(res[0].scores[0]))
+        decode = self.model.hf_tokenizer.decode
+        return [(decode([t for t in seq if t < self._eot]), float(np.exp(score)))
+                for seq, score in zip(res[0].sequences_ids, res[0].scores, strict=True)]

@@ -113,6 +113,11 @@ class Understander:
         self.intents = IntentSet({**home.specs(), **self.intents.intents}, self.intents.source)
         self._home = home
 
+    def acts_on(self, text: str, at_least: float = 0.0) -> bool:
+        """The home understanding would act on ``text``, with a confidence of at least
+        ``at_least`` (False without one)."""
+        return self._home is not None and self._home.acts_on(text, at_least)
+
     @staticmethod
     def clear_model_cache() -> None:
         """Forget trained models (the next construction trains again; for measurements)."""

@@ -33,6 +33,8 @@ class VoiceService:
         self.cfg = runtime.cfg                # [audio] [vad] [asr] [tts] [voice] are read here
         self.clock = clock
         self.stack = stack
+        if stack is not None:
+            self._listen_for_commands(stack)
         self._owns_stack = False            # close only what this service loaded
         self.error: EdgeError | None = None
         self.listener: Any = None           # the daemon's microphone loop (voice/listener.py)
@@ -64,11 +66,17 @@ class VoiceService:
                 None, lambda: VoiceStack.load(self.cfg, paths=model_paths(store),
                                               grammar=grammar, accel=self.runtime.accel))
             self._owns_stack = True
+            self._listen_for_commands(self.stack)
             self._bias(vocabulary)
             await self.stack.warm_up()
         except EdgeError as exc:
             self.error = exc
             log.warning("voice unavailable: %s", exc.one_line())
+
+    def _listen_for_commands(self, stack: VoiceStack) -> None:
+        """Final transcripts: the recognizer's hypothesis the understanding acts on."""
+        if self.cfg.asr.nbest > 1:
+            stack.acts_on = self.runtime.stages.understander.acts_on
 
     def vocabulary(self, home: Any = None):
         """The command vocabulary (``asr.bias``): the home's area and entity names (the
@@ -118,7 +126,7 @@ class VoiceService:
         samples = await loop.run_in_executor(
             stack.asr_pool, lambda: load_audio(data, max_seconds=self.cfg.audio.max_seconds))
         speech = await loop.run_in_executor(stack.asr_pool, self._speech_span, samples)
-        transcript = await loop.run_in_executor(stack.asr_pool, stack.asr.transcribe, speech)
+        transcript = await loop.run_in_executor(stack.asr_pool, stack.transcribe, speech)
         text = transcript.text.strip()
         self.runtime.metrics.observe_stage("asr", transcript.decode_s)
         if not any(c.isalnum() for c in text):

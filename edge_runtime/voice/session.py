@@ -180,7 +180,7 @@ class VoiceSession:
         self._stream, self._echo_utt, self._held = None, False, []
         if stream is None or echo:
             return
-        final = asyncio.wrap_future(self.stack.asr_pool.submit(stream.finish))
+        final = asyncio.wrap_future(self.stack.asr_pool.submit(self.stack.finish, stream))
         if ev.reason == "too_short":
             self.emit({"type": "speech_ignored", "reason": "too_short"})
             final.add_done_callback(lambda f: f.cancelled() or f.exception())

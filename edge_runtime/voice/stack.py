@@ -4,15 +4,23 @@ Every setting comes from the one validated :class:`~edge_runtime.config.Config` 
 ``[audio] [vad] [asr] [tts] [voice]`` sections, read where they are used). Loading takes
 1-3 s: call ``VoiceStack.load`` off the event loop. ASR and TTS each get one worker thread
 (their engines are not thread-safe); VAD runs per stream on its own thread.
+
+``finish(stream)`` (in the ASR thread) is an utterance's final transcript: with
+``acts_on`` set (the daemon's understanding, ``Understander.acts_on``) and ``asr.nbest`` > 1,
+the recognizer's hypothesis the understanding can act on (``asr.nbest.choose``).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from ..asr import AsrEngine, load_asr
+import numpy as np
+
+from ..asr import AsrEngine, AsrStream, Transcript, load_asr
+from ..asr.nbest import choose
 from ..config import Config
 from ..tts import AudioCache, TtsEngine, load_tts
 from ..vad import VadEngine, load_vad
@@ -30,7 +38,22 @@ class VoiceStack:
         self.audio_cache = AudioCache(cfg.tts.cache_mb * 1024 * 1024)
         self.asr_pool = ThreadPoolExecutor(1, thread_name_prefix="asr")
         self.tts_pool = ThreadPoolExecutor(1, thread_name_prefix="tts")
+        self.acts_on: Callable[[str, float], bool] | None = None
         self._closed = threading.Event()
+
+    def finish(self, stream: AsrStream) -> Transcript:
+        """The final transcript of ``stream`` (blocking: run it in ``asr_pool``)."""
+        return self._chosen(stream.finish())
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        """The transcript of a whole utterance (blocking: run it in ``asr_pool``)."""
+        return self._chosen(self.asr.transcribe(audio))
+
+    def _chosen(self, transcript: Transcript) -> Transcript:
+        if self.acts_on is None:
+            return transcript
+        a = self.cfg.asr
+        return choose(transcript, self.acts_on, a.nbest_margin, a.nbest_min_confidence)
 
     @classmethod
     def load(cls, cfg: Config | None = None, *, with_tts: bool = True,
@@ -46,7 +69,7 @@ class VoiceStack:
                        accel=accel)
         asr = load_asr(a.backend, model_dir=a.model_dir or
                        (paths.get("asr", "") if a.backend == "whisper" else ""),
-                       threads=a.threads, beam_size=a.beam_size,
+                       threads=a.threads, beam_size=a.beam_size, nbest=a.nbest,
                        window_s=a.window_s, partial_every_s=a.partial_every_s,
                        grammar=grammar if a.grammar else None)
         tts = load_tts(t.backend, model_path=t.model_path or paths.get("tts", ""),
@@ -57,7 +80,6 @@ class VoiceStack:
 
     async def warm_up(self) -> None:
         """One tiny decode and render so the first real turn does not pay for allocation."""
-        import numpy as np
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self.asr_pool, self.asr.transcribe,
                                    np.zeros(8000, np.float32))

@@ -165,7 +165,8 @@ class AsrListener:
         if self.samples == 0:
             text = ""                    # a transcribe with no audio: nothing was said
         else:
-            t = await asyncio.wrap_future(self.stack.asr_pool.submit(self.stream.finish))
+            t = await asyncio.wrap_future(self.stack.asr_pool.submit(self.stack.finish,
+                                                                  self.stream))
             text = t.text.strip()
         if self.streaming:
             sent, words = self.sent.split(), text.split()

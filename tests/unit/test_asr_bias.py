@@ -46,7 +46,9 @@ def test_the_voice_service_biases_toward_the_simulated_home() -> None:
     registry = SkillRegistry.from_config(SkillsConfig(timezone="UTC"), FakeClock())
     registry.add_home()
     runtime = SimpleNamespace(cfg=Config().with_overrides(asr={"bias": True}),
-                              stages=SimpleNamespace(skills=registry))
+                              stages=SimpleNamespace(skills=registry,
+                                                     understander=SimpleNamespace(
+                                                         acts_on=lambda text, at_least: False)))
     service = VoiceService(runtime, stack=SimpleNamespace(asr=_PromptedAsr()))
     service._bias(service.vocabulary())
     (prompt,) = service.stack.asr.prompts

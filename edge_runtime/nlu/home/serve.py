@@ -120,6 +120,9 @@ class EnglishOnly:
             return Intent(CLARIFY, 1.0, {"question": ENGLISH_ONLY, "language": language})
         return None
 
+    def acts_on(self, text: str, at_least: float = 0.0) -> bool:
+        return False
+
 
 class HomeUnderstanding:
     def __init__(self, model: HomeModel) -> None:
@@ -138,6 +141,14 @@ class HomeUnderstanding:
         out[CLARIFY] = IntentSpec(name=CLARIFY, skill=CLARIFY,
                                   description="a home request asked back (not sure enough)")
         return out
+
+    def acts_on(self, text: str, at_least: float = 0.0) -> bool:
+        """The home model would act on ``text``: an intent above its calibrated threshold
+        and ``at_least``, with the slots it needs (``asr.nbest.choose`` asks this of each
+        hypothesis)."""
+        hp = self.model.parse(text)
+        return (hp.accepted and hp.intent != OTHER and hp.confidence >= at_least
+                and not other_language(text))
 
     def parse(self, text: str) -> Intent | None:
         other = EnglishOnly().parse(text)
