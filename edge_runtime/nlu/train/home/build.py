@@ -169,9 +169,11 @@ def same_slots(gold: dict[str, Any], got: dict[str, Any]) -> bool:
 def _write(out: Path, classifier, filler, rows: list[Sentence], home: HomeLists,
            thresholds: dict[str, float], default: float, report: dict) -> None:
     intent_slots: dict[str, set] = defaultdict(set)
+    label_slots: dict[str, set] = defaultdict(set)
     vocab: set[str] = set()
     for r in rows:
         intent_slots[split_label(r.label)[0]].update(r.slots)
+        label_slots[r.label].update(r.slots)
         vocab.update(w for w in r.masked if not w.startswith("@"))
     # the words of every training sentence: hand-written phrasings, the rewrites, other intents
     extra = [words for words, _ in _extra_rows()] + _other_rows(home)
@@ -181,6 +183,7 @@ def _write(out: Path, classifier, filler, rows: list[Sentence], home: HomeLists,
             "filler": filler.to_dict(), "wild": _wild_contexts(rows + _extra_item_rows()),
             "thresholds": thresholds, "default_threshold": default,
             "intent_slots": {k: sorted(v) for k, v in sorted(intent_slots.items())},
+            "label_slots": {k: sorted(v) for k, v in sorted(label_slots.items())},
             "vocab": sorted(vocab), "report": report}
     out.mkdir(parents=True, exist_ok=True)
     classifier.save(out / CLASSIFIER_FILE)
