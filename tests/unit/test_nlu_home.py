@@ -14,7 +14,8 @@ from edge_runtime.nlu import Understander  # noqa: E402
 from edge_runtime.nlu.train.home.build import build_home_model  # noqa: E402
 from edge_runtime.nlu.train.home.hass_eval import HassTestError, evaluate, load_cases  # noqa: E402
 from edge_runtime.nlu.home.lists import HomeLists  # noqa: E402
-from edge_runtime.nlu.home.model import HomeModel, HomeModelError, list_phrase_starts  # noqa: E402
+from edge_runtime.nlu.home.model import (HomeModel, HomeModelError, WildText,  # noqa: E402
+                                         list_phrase_starts)
 from edge_runtime.nlu.home.serve import CLARIFY, HomeUnderstanding  # noqa: E402
 from edge_runtime.nlu.loader import load_intents  # noqa: E402
 
@@ -242,3 +243,28 @@ def test_a_device_class_only_in_a_request_about_covers(model: HomeModel) -> None
     assert p.intent == "HassTurnOn" and "device_class" not in p.slots
     p = model.parse("close the curtains in the study")
     assert p.slots == {"area": "study", "device_class": "curtain", "domain": "cover"}
+
+
+@pytest.mark.parametrize("text, intent, slot, value", [
+    ("add two dozen eggs to the list", "HassShoppingListAddItem", "item", "two dozen eggs"),
+    ("remove paper towels from my shopping list", "HassShoppingListCompleteItem", "item",
+     "paper towels"),
+    ("play the beatles", "HassMediaSearchAndPlay", "search_query", "the beatles"),
+])
+def test_free_text_keeps_its_own_words_only(model: HomeModel, text, intent, slot, value) -> None:
+    # numbers belong to an item, its list's phrase bounds it; a query may begin with "the"
+    # (its training values do) but not when a span without it fits
+    p = model.parse(text)
+    assert (p.intent, p.slots.get(slot)) == (intent, value)
+
+
+def test_a_query_begins_with_the_only_when_nothing_else_fits() -> None:
+    contexts = {"HassMediaSearchAndPlay": {"search_query": [
+        [["<s>", "play"], ["</s>", "</s>"], 2], [["the", "album"], ["</s>", "</s>"], 2]]}}
+    wild = WildText(contexts, {"search_query": [["the"], []]})
+    extract = wild.extract
+    assert extract("HassMediaSearchAndPlay", "play the album abbey road".split()) == \
+        {"search_query": "abbey road"}
+    assert extract("HassMediaSearchAndPlay", "play the beatles".split()) == \
+        {"search_query": "the beatles"}
+    assert WildText(contexts).extract("HassMediaSearchAndPlay", "play the beatles".split()) == {}

@@ -114,7 +114,7 @@ class HomeSlotFiller(SlotFiller):
         return super()._fuzzy_hits(intent, words, used)
 
 
-_EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
+EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
                          "from", "them", "it", "this", "that", "please", "me", "you", "us",
                          "add", "put"))   # a command verb never begins or ends an item
 # nor its particle: "check off tent" -> tent (stripped from a span, so its context still
@@ -209,13 +209,20 @@ def wild_keys(padded: list[str], i: int, j: int) -> tuple[tuple, tuple]:
 
 class WildText:
     """Free-text slots (shopping items, search queries) from the words around them: a span
-    whose neighbours (two words each side, else one) were seen around that slot in training."""
+    whose neighbours (two words each side, else one) were seen around that slot in training,
+    or, for an item, one seen before it and its list's phrase after ("remove paper towels
+    [from my shopping list]"). A span never begins or ends with a function word
+    (``EDGE_WORDS``) unless the slot's training values do ("the beatles": ``edges``)."""
 
-    def __init__(self, contexts: dict[str, dict[str, list]]) -> None:
+    def __init__(self, contexts: dict[str, dict[str, list]],
+                 edges: dict[str, list[list[str]]] | None = None) -> None:
         # label -> slot -> [[left, right, level], ...]
         self.contexts = contexts
+        self.edges = edges or {}           # slot -> [words a value begins with, ends with]
         self._pairs = {(lab, s): {(tuple(a), tuple(b)): int(lv) for a, b, lv in rows}
                        for lab, d in contexts.items() for s, rows in d.items()}
+        self._lefts = {key: {a for (a, _), lv in pairs.items() if lv == 1}
+                       for key, pairs in self._pairs.items()}
 
     def extract(self, label: str, masked: list[str], have=()) -> dict[str, str]:
         out = {}
@@ -224,28 +231,38 @@ class WildText:
         for slot in self.contexts.get(label, {}):
             if slot in have:
                 continue
-            pairs = self._pairs[(label, slot)]
+            pairs, lefts = self._pairs[(label, slot)], self._lefts[(label, slot)]
+            starts, ends = (set(w) for w in self.edges.get(slot, ((), ())))
+            item = slot == "item"          # "add two dozen eggs": numbers are part of it
             best = None
             for i in range(2, len(padded) - 2):
                 for j in range(i + 1, min(len(padded) - 2, i + 8) + 1):
                     span = padded[i:j]
                     last = span[-1]
-                    if j - 1 in stops or last.startswith("@") or last in _NOT_WILD or \
-                            number_word(last):
+                    if j - 1 in stops or last.startswith("@") or \
+                            (last in _NOT_WILD or number_word(last)) and \
+                            not (item and (last in NUMBER_WORDS or number_word(last))):
                         break
-                    if span[0] in _EDGE_WORDS or span[-1] in _EDGE_WORDS:
+                    if (span[0] in EDGE_WORDS and span[0] not in starts) or \
+                            (last in EDGE_WORDS and last not in ends):
                         continue
+                    score = None
+                    # a span that begins with a function word only when no other does ("the
+                    # beatles"; "the album abbey road" is "abbey road")
+                    plain = span[0] not in EDGE_WORDS
                     for level, key in zip((2, 1), wild_keys(padded, i, j), strict=True):
                         if pairs.get(key) == level:
-                            score = (level, j - i)
-                            if best is None or score > best[0]:
-                                best = (score, " ".join(span))
+                            score = (level, plain, j - i)
                             break
+                    if score is None and item and j in stops and tuple(padded[i - 1:i]) in lefts:
+                        score = (0, plain, j - i)   # its list's phrase after it
+                    if score is not None and (best is None or score > best[0]):
+                        best = (score, span)
             if best is not None:
-                words = best[1].split()
-                while len(words) > 1 and words[0] in _PARTICLES:
+                words = list(best[1])
+                while item and len(words) > 1 and words[0] in _PARTICLES:
                     words.pop(0)
-                while len(words) > 1 and words[-1] in _PARTICLES:
+                while item and len(words) > 1 and words[-1] in _PARTICLES:
                     words.pop()
                 out[slot] = " ".join(words)
         return out
@@ -270,7 +287,7 @@ class HomeModel:
                 raise ValueError(f"format {meta.get('format')!r} is not {HOME_FORMAT}")
             self.classifier = LinearIntentClassifier.load(path / CLASSIFIER_FILE)
             self.filler = HomeSlotFiller.from_dict(meta["filler"])
-            self.wild = WildText(meta["wild"])
+            self.wild = WildText(meta["wild"], meta.get("wild_edges"))
             self.thresholds: dict[str, float] = {k: float(v) for k, v in meta["thresholds"].items()}
             self.default_threshold = float(meta["default_threshold"])
             self.intent_slots = {k: set(v) for k, v in meta["intent_slots"].items()}
