@@ -14,7 +14,8 @@ from edge_runtime.nlu import Understander  # noqa: E402
 from edge_runtime.nlu.train.home.build import build_home_model  # noqa: E402
 from edge_runtime.nlu.train.home.hass_eval import HassTestError, evaluate, load_cases  # noqa: E402
 from edge_runtime.nlu.home.lists import HomeLists  # noqa: E402
-from edge_runtime.nlu.home.model import HomeModel, HomeModelError  # noqa: E402
+from edge_runtime.nlu.home.model import (HomeModel, HomeModelError, WildText,  # noqa: E402
+                                         list_phrase_starts)
 from edge_runtime.nlu.home.serve import CLARIFY, HomeUnderstanding  # noqa: E402
 from edge_runtime.nlu.loader import load_intents  # noqa: E402
 
@@ -196,3 +197,74 @@ def test_bad_test_files_are_named(tmp_path: Path, body: str, problem: str) -> No
     (tmp_path / "bad.yaml").write_text(body)
     with pytest.raises(HassTestError, match=problem):
         load_cases(tmp_path)
+
+
+OTHER_HOME = HomeLists(("guest room", "porch"), ("upstairs",),
+                       {"floor lamp": "light", "camping trip": "todo"})
+
+
+def test_a_name_of_everyday_words_is_kept(model: HomeModel) -> None:
+    # "floor" and "lamp" are words the model knows: the reading without the name is the same
+    # request on every light, so the name is kept
+    p = model.with_lists(OTHER_HOME).parse("switch the floor lamp on")
+    assert (p.intent, p.slots, p.accepted) == ("HassTurnOn", {"name": "floor lamp"}, True)
+
+
+def test_every_device_of_a_domain_only_when_said(model: HomeModel) -> None:
+    p = model.parse("turn on the lights")
+    assert p.intent == "HassTurnOn" and p.slots == {"domain": "light"}
+    assert not p.accepted and p.missing == ("name",)          # which room? asked back
+    p = model.parse("turn off all the lights")
+    assert (p.intent, p.slots, p.accepted) == ("HassTurnOff", {"domain": "light"}, True)
+
+
+def test_a_volume_level_is_a_percentage(model: HomeModel) -> None:
+    p = model.parse("volume fifty")
+    assert (p.intent, p.slots) == ("HassSetVolume", {"volume_level": 50})
+    for text in ("volume 30", "set the volume to 80 percent", "volume to twenty"):
+        level = model.parse(text).slots.get("volume_level")
+        assert level is None or 0 <= level <= 100, text
+    assert model.parse("turn the volume down by 10").slots.get("volume_step") == -10
+    assert model.parse("turn the volume up by 10").slots.get("volume_step") == 10
+
+
+def test_an_item_ends_before_its_list_and_after_the_verb(model: HomeModel) -> None:
+    assert list_phrase_starts("add dish soap to my shopping list".split()) == {3}
+    assert list_phrase_starts("put it on".split()) == set()
+    assert list_phrase_starts("check off tent from the @name @todo list".split()) == {3}
+    p = model.parse("can you add dish soap to my shopping list")
+    assert (p.intent, p.slots) == ("HassShoppingListAddItem", {"item": "dish soap"})
+    p = model.with_lists(OTHER_HOME).parse("check off tent from the camping trip list")
+    assert (p.intent, p.slots) == ("HassListCompleteItem", {"name": "camping trip", "item": "tent"})
+
+
+def test_a_device_class_only_in_a_request_about_covers(model: HomeModel) -> None:
+    p = model.with_lists(OTHER_HOME).parse("turn the porch lights on, someone's at the door")
+    assert p.intent == "HassTurnOn" and "device_class" not in p.slots
+    p = model.parse("close the curtains in the study")
+    assert p.slots == {"area": "study", "device_class": "curtain", "domain": "cover"}
+
+
+@pytest.mark.parametrize("text, intent, slot, value", [
+    ("add two dozen eggs to the list", "HassShoppingListAddItem", "item", "two dozen eggs"),
+    ("remove paper towels from my shopping list", "HassShoppingListCompleteItem", "item",
+     "paper towels"),
+    ("play the beatles", "HassMediaSearchAndPlay", "search_query", "the beatles"),
+])
+def test_free_text_keeps_its_own_words_only(model: HomeModel, text, intent, slot, value) -> None:
+    # numbers belong to an item, its list's phrase bounds it; a query may begin with "the"
+    # (its training values do) but not when a span without it fits
+    p = model.parse(text)
+    assert (p.intent, p.slots.get(slot)) == (intent, value)
+
+
+def test_a_query_begins_with_the_only_when_nothing_else_fits() -> None:
+    contexts = {"HassMediaSearchAndPlay": {"search_query": [
+        [["<s>", "play"], ["</s>", "</s>"], 2], [["the", "album"], ["</s>", "</s>"], 2]]}}
+    wild = WildText(contexts, {"search_query": [["the"], []]})
+    extract = wild.extract
+    assert extract("HassMediaSearchAndPlay", "play the album abbey road".split()) == \
+        {"search_query": "abbey road"}
+    assert extract("HassMediaSearchAndPlay", "play the beatles".split()) == \
+        {"search_query": "the beatles"}
+    assert WildText(contexts).extract("HassMediaSearchAndPlay", "play the beatles".split()) == {}

@@ -114,9 +114,15 @@ class HomeSlotFiller(SlotFiller):
         return super()._fuzzy_hits(intent, words, used)
 
 
-_EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
+EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
                          "from", "them", "it", "this", "that", "please", "me", "you", "us",
                          "add", "put"))   # a command verb never begins or ends an item
+# nor its particle: "check off tent" -> tent (stripped from a span, so its context still
+# counts: templates say "check {item} off" and "check off {item}")
+_PARTICLES = frozenset(("off", "out", "up", "down"))
+# "to my shopping list", "from the camping trip list": an item ends before its list's phrase
+_LIST_LEADS = frozenset(("to", "on", "onto", "in", "into", "from", "off"))
+_LIST_WORDS = frozenset(("list", "lists"))
 _TIME_UNITS = frozenset(("hour", "minute", "second"))
 # an intent acts only with one of these slots; without, it is asked back
 REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
@@ -138,6 +144,16 @@ QUESTION_STARTS = frozenset(("is", "are", "did", "do", "does", "have", "has", "w
 # requests about a device or area: with an unknown word and no name or area, asked back
 TARGETED = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition",
                       "HassGetState"))
+# actions on every device of a domain when they name no device, area or floor: Home
+# Assistant takes them only with "all" or "everywhere" wording ("turn off all the lights");
+# "turn on the lights" needs the speaker's area, which we do not know: asked back
+WHOLE_DOMAIN = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition"))
+_ALL_WORDS = frozenset(("all", "every", "everything", "everywhere", "whole", "entire", "house",
+                        "home"))
+# intents whose ``name`` slot is their own (a timer's name), not one of the home's entities
+_OWN_NAMES = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer",
+                        "HassDecreaseTimer", "HassPauseTimer", "HassUnpauseTimer",
+                        "HassTimerStatus", "HassCancelAllTimers"))
 # timer actions that, without the word, could as well be the music's ("pause this")
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
@@ -167,6 +183,23 @@ _NOT_WILD = frozenset(NUMBER_WORDS | {"hour", "hours", "minute", "minutes", "sec
                                       "today", "tonight", "already", "too", "also"})
 
 
+def list_phrase_starts(words: list[str]) -> set[int]:
+    """Where a list's phrase begins in ``words`` ("add soap [to my shopping list]", "check off
+    tent [from the @name @todo list]"): a preposition, then "list" at most five words on
+    with no other preposition between."""
+    out = set()
+    for i, w in enumerate(words):
+        if w not in _LIST_LEADS:
+            continue
+        for k in range(i + 1, min(len(words), i + 7)):
+            if words[k] in _LIST_LEADS:
+                break
+            if words[k] in _LIST_WORDS:
+                out.add(i)
+                break
+    return out
+
+
 def wild_keys(padded: list[str], i: int, j: int) -> tuple[tuple, tuple]:
     """(two words before, two after) and (one before, one after) a span of ``padded``
     (the masked words between ``<s>`` and ``</s>``)."""
@@ -176,37 +209,62 @@ def wild_keys(padded: list[str], i: int, j: int) -> tuple[tuple, tuple]:
 
 class WildText:
     """Free-text slots (shopping items, search queries) from the words around them: a span
-    whose neighbours (two words each side, else one) were seen around that slot in training."""
+    whose neighbours (two words each side, else one) were seen around that slot in training,
+    or, for an item, one seen before it and its list's phrase after ("remove paper towels
+    [from my shopping list]"). A span never begins or ends with a function word
+    (``EDGE_WORDS``) unless the slot's training values do ("the beatles": ``edges``)."""
 
-    def __init__(self, contexts: dict[str, dict[str, list]]) -> None:
+    def __init__(self, contexts: dict[str, dict[str, list]],
+                 edges: dict[str, list[list[str]]] | None = None) -> None:
         # label -> slot -> [[left, right, level], ...]
         self.contexts = contexts
+        self.edges = edges or {}           # slot -> [words a value begins with, ends with]
         self._pairs = {(lab, s): {(tuple(a), tuple(b)): int(lv) for a, b, lv in rows}
                        for lab, d in contexts.items() for s, rows in d.items()}
+        self._lefts = {key: {a for (a, _), lv in pairs.items() if lv == 1}
+                       for key, pairs in self._pairs.items()}
 
     def extract(self, label: str, masked: list[str], have=()) -> dict[str, str]:
         out = {}
         padded = ["<s>", "<s>", *masked, "</s>", "</s>"]
+        stops = {i + 2 for i in list_phrase_starts(masked)}
         for slot in self.contexts.get(label, {}):
             if slot in have:
                 continue
-            pairs = self._pairs[(label, slot)]
+            pairs, lefts = self._pairs[(label, slot)], self._lefts[(label, slot)]
+            starts, ends = (set(w) for w in self.edges.get(slot, ((), ())))
+            item = slot == "item"          # "add two dozen eggs": numbers are part of it
             best = None
             for i in range(2, len(padded) - 2):
                 for j in range(i + 1, min(len(padded) - 2, i + 8) + 1):
                     span = padded[i:j]
-                    if any(w.startswith("@") or w in _NOT_WILD or number_word(w) for w in span):
+                    last = span[-1]
+                    if j - 1 in stops or last.startswith("@") or \
+                            (last in _NOT_WILD or number_word(last)) and \
+                            not (item and (last in NUMBER_WORDS or number_word(last))):
                         break
-                    if span[0] in _EDGE_WORDS or span[-1] in _EDGE_WORDS:
+                    if (span[0] in EDGE_WORDS and span[0] not in starts) or \
+                            (last in EDGE_WORDS and last not in ends):
                         continue
+                    score = None
+                    # a span that begins with a function word only when no other does ("the
+                    # beatles"; "the album abbey road" is "abbey road")
+                    plain = span[0] not in EDGE_WORDS
                     for level, key in zip((2, 1), wild_keys(padded, i, j), strict=True):
                         if pairs.get(key) == level:
-                            score = (level, j - i)
-                            if best is None or score > best[0]:
-                                best = (score, " ".join(span))
+                            score = (level, plain, j - i)
                             break
+                    if score is None and item and j in stops and tuple(padded[i - 1:i]) in lefts:
+                        score = (0, plain, j - i)   # its list's phrase after it
+                    if score is not None and (best is None or score > best[0]):
+                        best = (score, span)
             if best is not None:
-                out[slot] = best[1]
+                words = list(best[1])
+                while item and len(words) > 1 and words[0] in _PARTICLES:
+                    words.pop(0)
+                while item and len(words) > 1 and words[-1] in _PARTICLES:
+                    words.pop()
+                out[slot] = " ".join(words)
         return out
 
 
@@ -229,10 +287,11 @@ class HomeModel:
                 raise ValueError(f"format {meta.get('format')!r} is not {HOME_FORMAT}")
             self.classifier = LinearIntentClassifier.load(path / CLASSIFIER_FILE)
             self.filler = HomeSlotFiller.from_dict(meta["filler"])
-            self.wild = WildText(meta["wild"])
+            self.wild = WildText(meta["wild"], meta.get("wild_edges"))
             self.thresholds: dict[str, float] = {k: float(v) for k, v in meta["thresholds"].items()}
             self.default_threshold = float(meta["default_threshold"])
             self.intent_slots = {k: set(v) for k, v in meta["intent_slots"].items()}
+            self.label_slots = {k: set(v) for k, v in (meta.get("label_slots") or {}).items()}
             self.vocab = frozenset(meta["vocab"])
             self.pins = dict(meta.get("templates") or {})
             self.report = dict(meta.get("report") or {})
@@ -282,7 +341,10 @@ class HomeModel:
             masked = HomeLists.mask(words, found)
             probs, per_intent = self._classify(masked)
             top = int(per_intent.argmax())
-            if best is None or per_intent[top] > best[0]:
+            # the reading without the everyday-word names ("floor lamp") only when it is
+            # another request: the same one would lose the device it names
+            if best is None or (per_intent[top] > best[0] and
+                                not self._names_kept(best[1], top)):
                 best = (float(per_intent[top]), top, probs, per_intent, found, masked)
         assert best is not None
         confidence, top, probs, per_intent, found, masked = best
@@ -303,7 +365,11 @@ class HomeModel:
         if intent == "HassSetVolumeRelative" and isinstance(step, (int, float)) and \
                 "by" not in masked and not set(masked) & (_UP | _DOWN):
             intent = "HassSetVolume"             # "volume 40 percent": a level, not a step
-            slots["volume_level"] = slots.pop("volume_step")
+            slots.pop("volume_step")
+            slots["volume_level"] = abs(step)    # a level has no direction
+        level = slots.get("volume_level")
+        if isinstance(level, (int, float)) and not 0 <= level <= 100:
+            del slots["volume_level"]            # asked back: a level is a percentage
         slots.update(fixed)
         need = REQUIRED.get(intent, ())
         missing = need if need and not any(k in slots for k in need) else ()
@@ -311,12 +377,23 @@ class HomeModel:
         if not missing and intent in TARGETED and not found and \
                 any(w not in self.vocab and not number_word(w) for w in masked):
             missing = ("name",)
+        # every light of the house from "turn on the lights"? only when it says so
+        if not missing and intent in WHOLE_DOMAIN and "domain" in slots and \
+                not set(slots) & set(ENTITY_SLOTS) and not set(masked) & _ALL_WORDS:
+            missing = ("name",)
         if not missing and intent in _SAY_TIMER and not set(masked) & _TIMER_WORDS:
             missing = ("timer",)       # "pause this": the music, or a timer?
         return HomeParse(intent, confidence, slots,
                          accepted=confidence >= self.threshold(intent) and not missing
                          and not (question and is_action(intent)),
                          missing=missing, runner_up=second)
+
+    def _names_kept(self, top: int, other: int) -> bool:
+        """Whether the reading with the home's names (top intent ``top``) is kept over one
+        without them (``other``): the same request, on a device (entity names are its)."""
+        intent = self._intents[top]
+        return other == top and "name" in self.intent_slots.get(intent, ()) and \
+            intent not in _OWN_NAMES
 
     def _slots(self, intent: str, label: str, text: str, found: list[Match],
                masked: list[str]) -> dict:
@@ -328,13 +405,17 @@ class HomeModel:
             need = REQUIRED.get(intent, ())
             if need and not any(k in dict(filled) for k in need):
                 filled = self.filler.fill(intent, plain)       # misheard values too
-            slots.update((k, typed(v)) for k, v in filled if k not in ENTITY_SLOTS)
-        if intent == "HassSetVolumeRelative" and "volume_step" not in slots:
-            said = set(masked)
-            if said & _UP and not said & _DOWN:
-                slots["volume_step"] = "up"
-            elif said & _DOWN and not said & _UP:
-                slots["volume_step"] = "down"
+            # only slots the label was trained with: no cover's device class ("at the door")
+            # in a request about the lights
+            fits = self.label_slots.get(label, allowed)
+            slots.update((k, typed(v)) for k, v in filled if k not in ENTITY_SLOTS and k in fits)
+        if intent == "HassSetVolumeRelative":
+            said, step = set(masked), slots.get("volume_step")
+            up, down = bool(said & _UP), bool(said & _DOWN)
+            if step is None and up != down:
+                slots["volume_step"] = "up" if up else "down"
+            elif isinstance(step, (int, float)) and up != down:
+                slots["volume_step"] = abs(step) if up else -abs(step)   # the words' direction
         for m in found:
             if m.slot in allowed and m.slot not in slots:
                 slots[m.slot] = m.value

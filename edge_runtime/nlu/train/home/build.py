@@ -36,8 +36,8 @@ from ...text import normalize_text
 from .augment import unmask, variant
 from .augment import vocabulary as augment_vocabulary
 from ...home.lists import ENTITY_SLOTS, HomeLists
-from ...home.model import (CLASSIFIER_FILE, HOME_FILE, HOME_FORMAT, OTHER, HomeModel, features,
-                    plain_text, wild_keys)
+from ...home.model import (CLASSIFIER_FILE, EDGE_WORDS, HOME_FILE, HOME_FORMAT, OTHER, HomeModel,
+                    features, plain_text, wild_keys)
 from ...home.model import split_label
 from .sample import WILDCARDS, Sampler, Sentence
 from .sgd import train_sparse
@@ -144,6 +144,20 @@ def _wild_contexts(rows: list[Sentence]) -> dict:
             for lab, d in out.items()}
 
 
+def _wild_edges(rows: list[Sentence]) -> dict[str, list[list[str]]]:
+    """Per free-text slot, the function words its values begin and end with ("the beatles",
+    "my workout playlist"): a span there may (``model.WildText``)."""
+    starts: dict[str, set[str]] = defaultdict(set)
+    ends: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        for slot, value in r.wild.items():
+            words = value.split()
+            if words:
+                starts[slot].update(w for w in words[:1] if w in EDGE_WORDS)
+                ends[slot].update(w for w in words[-1:] if w in EDGE_WORDS)
+    return {s: [sorted(starts[s]), sorted(ends[s])] for s in sorted({*starts, *ends})}
+
+
 def _filler(rows: list[Sentence], home: HomeLists):
     from ..hass import HassData, SlotFiller
     hass = HassData(areas=home.areas, floors=home.floors, names=dict(home.names))
@@ -169,9 +183,11 @@ def same_slots(gold: dict[str, Any], got: dict[str, Any]) -> bool:
 def _write(out: Path, classifier, filler, rows: list[Sentence], home: HomeLists,
            thresholds: dict[str, float], default: float, report: dict) -> None:
     intent_slots: dict[str, set] = defaultdict(set)
+    label_slots: dict[str, set] = defaultdict(set)
     vocab: set[str] = set()
     for r in rows:
         intent_slots[split_label(r.label)[0]].update(r.slots)
+        label_slots[r.label].update(r.slots)
         vocab.update(w for w in r.masked if not w.startswith("@"))
     # the words of every training sentence: hand-written phrasings, the rewrites, other intents
     extra = [words for words, _ in _extra_rows()] + _other_rows(home)
@@ -179,8 +195,10 @@ def _write(out: Path, classifier, filler, rows: list[Sentence], home: HomeLists,
     vocab.update(augment_vocabulary())
     meta = {"format": HOME_FORMAT, "templates": installed_pins(), "lists": home.to_dict(),
             "filler": filler.to_dict(), "wild": _wild_contexts(rows + _extra_item_rows()),
+            "wild_edges": _wild_edges(rows),
             "thresholds": thresholds, "default_threshold": default,
             "intent_slots": {k: sorted(v) for k, v in sorted(intent_slots.items())},
+            "label_slots": {k: sorted(v) for k, v in sorted(label_slots.items())},
             "vocab": sorted(vocab), "report": report}
     out.mkdir(parents=True, exist_ok=True)
     classifier.save(out / CLASSIFIER_FILE)
