@@ -67,7 +67,9 @@ def variant(words: list[str], rng: random.Random) -> list[str]:
         elif r < 0.35:
             out = out + list(rng.choice(_TAILS))
         elif r < 0.6:
-            drops = [i for i, w in enumerate(out) if w in _DROP]
+            # never a question's first word: "is the fan on" without it is a command
+            drops = [i for i, w in enumerate(out) if w in _DROP
+                     and not (i == 0 and w in QUESTION_STARTS)]
             if drops and len(out) > 2:
                 del out[rng.choice(drops)]
         elif r < 0.9:

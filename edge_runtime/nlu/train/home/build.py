@@ -39,7 +39,7 @@ from .augment import vocabulary as augment_vocabulary
 from ...home.lists import ENTITY_SLOTS, HomeLists
 from ...home.model import (CLASSIFIER_FILE, EDGE_WORDS, HOME_FILE, HOME_FORMAT, OTHER, HomeModel,
                     features, plain_text, wild_keys)
-from ...home.model import split_label
+from ...home.model import QUESTION_STARTS, split_label
 from .sample import WILDCARDS, Sampler, Sentence
 from .sgd import train_sparse
 from ...home.serve import model_dir
@@ -303,6 +303,15 @@ def _calibrate(scored: list[tuple[str, float, bool, bool]], max_wrong: float
     return thresholds, default, report
 
 
+def _bare_question(row: Sentence) -> bool:
+    """A state question the sampler left without its question word ("all my garage door
+    open", from "[are] all my garage doors open"): it reads as a command, and as a
+    ``HassGetState`` example it taught the model that commands are questions, and made
+    calibration count the right reading of them as wrong."""
+    return split_label(row.label)[0] == "HassGetState" and bool(row.masked) and \
+        row.masked[0] not in QUESTION_STARTS
+
+
 def _folds(rows: list[Sentence], k: int, rng: random.Random) -> dict[int, int]:
     """Template -> fold (0..k-1): each intent's templates dealt out in a shuffled order, so
     every fold holds about 1/k of every intent's templates."""
@@ -332,7 +341,7 @@ def build_home_model(out: str | Path, *, per_template: int = 12, copies: int = 2
     out = Path(out).expanduser()
     home = HomeLists()
     sampler = Sampler(home)
-    rows = sampler.sample(per_template, seed=seed + 1)
+    rows = [r for r in sampler.sample(per_template, seed=seed + 1) if not _bare_question(r)]
     other = _other_rows(home)
     rng = random.Random(seed)
     fold = _folds(rows, folds, rng)
