@@ -122,7 +122,9 @@ class HomeAssistantSkill(HandlerTable):
     def resolve(self, slots: dict[str, Any], domains: tuple[str, ...],
                 one: bool = False) -> list[Entity]:
         """The entities a request means: its ``name``, else those of ``domains`` (or the
-        ``domain`` slot) in its ``area``, else the only one of those domains."""
+        ``domain`` slot) in its ``area``, else every one of the ``domain`` slot's ("turn off
+        all the lights": the understanding accepts a domain alone only when the request
+        said all, every or everywhere), else the only one of those domains."""
         name = str(slots.get("name") or "")
         if name:
             entity = self._named(name)
@@ -141,7 +143,8 @@ class HomeAssistantSkill(HandlerTable):
                 raise SkillInputError(f"There is no {what} in the {area} in Home Assistant.")
         if not found:
             raise SkillInputError(f"There is no {what} in Home Assistant.")
-        if (one or not slots.get("area")) and len(found) > 1:
+        everywhere = bool(slots.get("domain")) and not slots.get("area")
+        if len(found) > 1 and (one or not (slots.get("area") or everywhere)):
             names = [f"the {e.name}" for e in sorted(found, key=lambda e: e.name)[:5]]
             raise SkillInputError(f"Which one: {join_words(names, 'or')}?")
         return found
@@ -156,7 +159,10 @@ class HomeAssistantSkill(HandlerTable):
     def _said(entities: list[Entity]) -> str:
         if len(entities) == 1:
             return f"the {entities[0].name}"
-        return f"{len(entities)} {entities[0].domain.replace('_', ' ')}s in the {entities[0].area}"
+        what = f"{len(entities)} {entities[0].domain.replace('_', ' ')}s"
+        areas = {e.area for e in entities}
+        return f"{what} in the {entities[0].area}" if len(areas) == 1 and entities[0].area \
+            else f"all {what}"
 
     # -- on / off / state / lights / covers --------------------------------------------------
     def _switch(self, slots: dict[str, Any], on: bool) -> str:

@@ -174,10 +174,20 @@ def test_an_area_matching_two_areas_is_asked_back(ha: FakeHomeAssistant) -> None
     skill = make_skill(ha)
     assert ask(skill, "HassTurnOn", area="bedroom", domain="light") == \
         "Which bedroom: the guest bedroom or the master bedroom?"
-    assert ask(skill, "HassTurnOn", domain="light") .startswith("Which one: the ")
     assert ha.calls == []
     assert ask(skill, "HassTurnOn", area="guest bedroom", domain="light") == \
         "Turned on the guest lamp."
+
+
+def test_a_domain_alone_means_all_of_it(ha: FakeHomeAssistant) -> None:
+    # the understanding accepts "turn on all the lights" as a domain alone, and asks back a
+    # domain alone that did not say all, every or everywhere
+    skill = make_skill(ha)
+    lights = sorted(e for e in ha.states if e.startswith("light."))
+    assert len(lights) > 1
+    assert ask(skill, "HassTurnOn", domain="light") == f"Turned on all {len(lights)} lights."
+    (call,) = ha.calls
+    assert sorted(call[2]["entity_id"]) == lights
 
 
 def test_config_validates_the_home_section() -> None:
