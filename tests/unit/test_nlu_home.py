@@ -288,3 +288,30 @@ def test_thresholds_sit_in_the_gap_and_one_error_does_not_set_them() -> None:
     assert t["HassTurnOn"] == pytest.approx(0.97)
     assert _same_request("HassListAddItem", "HassShoppingListAddItem")
     assert not _same_request("HassListAddItem", "HassListCompleteItem")
+
+
+def test_compounds_match_split_or_joined() -> None:
+    lists = HomeLists(areas=("kitchen",), floors=(),
+                      names={"Soundbar": "media_player", "Back Door": "lock"})
+    assert [m.value for m in lists.matches("the sound bar is too loud".split())] == ["Soundbar"]
+    assert [m.value for m in lists.matches("is the backdoor locked".split())] == ["Back Door"]
+    assert lists.matches("the sound is on".split()) == []        # a part alone is no name
+
+
+def test_a_misheard_unpause_is_not_taken_for_pause(model: HomeModel) -> None:
+    from edge_runtime.nlu.home.model import repair_commands
+    assert repair_commands("im pause my timer".split()) == ["unpause", "my", "timer"]
+    assert repair_commands("pause and play".split()) == ["pause", "and", "play"]
+    assert model.parse("I'm pause my timer.").intent == "HassUnpauseTimer"
+    model.repair = False                 # typed text is taken as written
+    try:
+        assert model.parse("I'm pause my timer.").intent != "HassUnpauseTimer"
+    finally:
+        model.repair = True
+
+
+def test_the_request_around_an_item_is_not_part_of_it(model: HomeModel) -> None:
+    p = model.parse("can you put eggs on the shopping list")
+    assert p.intent == "HassShoppingListAddItem" and p.slots.get("item") == "eggs"
+    assert "you" not in model.parse("can you add this soap to my shopping list").slots.get(
+        "item", "")

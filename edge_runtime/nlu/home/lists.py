@@ -22,6 +22,7 @@ from ..text import normalize_text
 
 ENTITY_SLOTS = ("area", "floor", "name")
 REPAIR_CUTOFF = 70.0     # hass_text.similarity score a misheard name must reach
+_MIN_JOINED = 6          # letters a phrase needs to match with its spaces dropped
 
 # The home the default model is built with (any home's lists work at run time).
 DEFAULT_AREAS = ("kitchen", "living room", "bedroom", "bathroom", "office", "garage", "hallway",
@@ -90,6 +91,12 @@ class HomeLists:
                     table.setdefault(form, (slot, value, domain))
         self._table = table
         self._longest = max((len(k) for k in table), default=0)
+        # the same phrases with their spaces dropped: recognizers and people split and join
+        # compounds ("sound bar" is the Soundbar, "backdoor" the Back Door)
+        joined: dict[str, tuple[str, str, str]] = {}
+        for form, hit in table.items():
+            joined.setdefault("".join(form), hit)
+        self._joined = joined
         # sound-alike index: first sound -> (phrase words, squashed, sound key)
         sounds: dict[str, list[tuple[tuple[str, ...], str, str]]] = {}
         # names of two words or more: a one-word name has too many sound-alikes ("goes" ~
@@ -160,7 +167,10 @@ class HomeLists:
         out, i = [], 0
         while i < len(words):
             for n in range(min(self._longest, len(words) - i), 0, -1):
-                hit = self._table.get(tuple(words[i:i + n]))
+                span = tuple(words[i:i + n])
+                hit = self._table.get(span)
+                if hit is None and len(flat := "".join(span)) >= _MIN_JOINED:
+                    hit = self._joined.get(flat)
                 if hit is not None and not (hit[0] == "name" and set(words[i:i + n]) <= skip):
                     out.append(Match(hit[0], hit[1], hit[2], i, i + n))
                     i += n

@@ -123,6 +123,8 @@ _PARTICLES = frozenset(("off", "out", "up", "down"))
 # "to my shopping list", "from the camping trip list": an item ends before its list's phrase
 _LIST_LEADS = frozenset(("to", "on", "onto", "in", "into", "from", "off"))
 _LIST_WORDS = frozenset(("list", "lists"))
+# words of the request around an item, never inside one ("can you add this soap": this soap)
+_NOT_IN_ITEM = frozenset(("add", "you"))
 _TIME_UNITS = frozenset(("hour", "minute", "second"))
 # an intent acts only with one of these slots; without, it is asked back
 REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
@@ -239,7 +241,7 @@ class WildText:
                 for j in range(i + 1, min(len(padded) - 2, i + 8) + 1):
                     span = padded[i:j]
                     last = span[-1]
-                    if j - 1 in stops or last.startswith("@") or \
+                    if j - 1 in stops or last.startswith("@") or item and last in _NOT_IN_ITEM or \
                             (last in _NOT_WILD or number_word(last)) and \
                             not (item and (last in NUMBER_WORDS or number_word(last))):
                         break
@@ -266,6 +268,20 @@ class WildText:
                     words.pop()
                 out[slot] = " ".join(words)
         return out
+
+
+# How Whisper writes "unpause", a word rare in its training text, at the start of a command:
+# as the opposite command ("and pause", "I'm pause"). Nobody starts a request with these.
+_UNPAUSE_HEARD = frozenset((("and", "pause"), ("im", "pause"), ("i", "m", "pause"),
+                            ("um", "pause"), ("un", "pause"), ("an", "pause")))
+
+
+def repair_commands(words: list[str]) -> list[str]:
+    """``words`` with a misheard leading "unpause" put back."""
+    for heard in _UNPAUSE_HEARD:
+        if tuple(words[:len(heard)]) == heard:
+            return ["unpause", *words[len(heard):]]
+    return words
 
 
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
@@ -300,7 +316,7 @@ class HomeModel:
             raise HomeModelError(f"home model {path} is unusable: {exc}",
                                  hint="build it again: edge-runtime models build") from None
         self.lists = lists or built
-        self.repair = True             # put back misheard names (``HomeLists.repair``)
+        self.repair = True             # put back misheard names and "unpause" (spoken input)
         self.path = path
         self._intent_of = [split_label(lab) for lab in self.classifier.labels]
         self._intents = sorted({i for i, _ in self._intent_of})
@@ -331,7 +347,7 @@ class HomeModel:
         if not words:
             return HomeParse(OTHER, 1.0)
         if self.repair:
-            words = self.lists.repair(words, self.vocab)
+            words = self.lists.repair(repair_commands(words), self.vocab)
         options: list[list[Match]] = [self.lists.matches(words)]
         reduced = self.lists.matches(words, skip=self.vocab)
         if reduced != options[0]:
