@@ -124,7 +124,7 @@ _PARTICLES = frozenset(("off", "out", "up", "down"))
 _LIST_LEADS = frozenset(("to", "on", "onto", "in", "into", "from", "off"))
 _LIST_WORDS = frozenset(("list", "lists"))
 # words of the request around an item, never inside one ("can you add this soap": this soap)
-_NOT_IN_ITEM = frozenset(("add", "you"))
+_NOT_IN_ITEM = frozenset(("add", "added", "you"))
 _TIME_UNITS = frozenset(("hour", "minute", "second"))
 # an intent acts only with one of these slots; without, it is asked back
 REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
