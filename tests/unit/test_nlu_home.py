@@ -315,3 +315,9 @@ def test_the_request_around_an_item_is_not_part_of_it(model: HomeModel) -> None:
     assert p.intent == "HassShoppingListAddItem" and p.slots.get("item") == "eggs"
     assert "you" not in model.parse("can you add this soap to my shopping list").slots.get(
         "item", "")
+
+
+def test_a_request_naming_a_cover_is_never_a_light_setting(model: HomeModel) -> None:
+    for text in ("set the blinds to 50 percent", "set the shades in the kitchen to 40 percent"):
+        assert model.parse(text).intent != "HassLightSet", text
+    assert model.parse("set the kitchen lights to 40 percent").intent == "HassLightSet"

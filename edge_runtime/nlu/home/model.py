@@ -167,6 +167,11 @@ ANSWERS = frozenset(("HassGetState", "HassClimateGetTemperature", "HassTimerStat
 
 def is_action(intent: str) -> bool:
     return intent != OTHER and intent not in ANSWERS
+# device words of covers and of lights, outside the home's names (those are masked)
+_COVER_WORDS = frozenset(("shade", "shades", "blind", "blinds", "curtain", "curtains", "awning",
+                          "awnings", "shutter", "shutters", "drapes", "window", "windows"))
+_LIGHT_WORDS = frozenset(("light", "lights", "lamp", "lamps", "bulb", "bulbs", "lighting",
+                          "@light"))
 _UP = frozenset(("louder", "up", "raise", "increase", "higher", "crank", "pump", "boost"))
 _DOWN = frozenset(("quieter", "softer", "down", "lower", "decrease", "reduce", "quiet"))
 
@@ -322,6 +327,7 @@ class HomeModel:
         self._intents = sorted({i for i, _ in self._intent_of})
         self._col = np.array([self._intents.index(i) for i, _ in self._intent_of])
         self._is_action = np.array([is_action(i) for i in self._intents])
+        self._light_set = np.array([i == "HassLightSet" for i in self._intents])
 
     @property
     def intents(self) -> list[str]:
@@ -367,6 +373,11 @@ class HomeModel:
         question = words[0] in QUESTION_STARTS
         if question and is_action(self._intents[top]):
             top = int(np.where(self._is_action, -1.0, per_intent).argmax())
+            confidence = float(per_intent[top])
+        if self._intents[top] == "HassLightSet" and _COVER_WORDS.intersection(masked) and \
+                not _LIGHT_WORDS.intersection(masked):
+            # "set the shades to 40 percent" names a cover, never a light
+            top = int(np.where(self._light_set, -1.0, per_intent).argmax())
             confidence = float(per_intent[top])
         intent = self._intents[top]
         second = self._intents[int(np.argsort(per_intent)[-2])] if len(self._intents) > 1 else ""
