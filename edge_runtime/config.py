@@ -205,9 +205,8 @@ class AsrConfig:
     model_dir: str = ""                # "" = the model store (whisper-tiny-en); vosk: required
     grammar: bool = False              # vosk: hear only the intent examples' phrases and
                                        # the home's command words, names and areas
-    bias: bool = False                 # whisper: prompt with the command words and the
-                                       # home's names and areas (asr/bias.py); off: it
-                                       # raised WER on held-out commands (README)
+    bias: bool = True                  # whisper: prompt with the home's names and areas and
+                                       # the command words (asr/bias.py; README)
     bias_words: str = ""               # more words to bias toward (names, jargon)
     threads: int = 2
     beam_size: int = 5                 # whisper: 1 is ~25 % faster, and hears commands worse

@@ -49,14 +49,22 @@ class CommandVocabulary:
 
     def prompt(self) -> str:
         """The Whisper prompt: the user's words, the names and areas as a list, then the
-        command words, at most ``max_words`` words."""
+        command sentences, at most ``max_words`` words and always whole sentences (a prompt
+        cut mid-sentence, "... Set a timer for 10 minutes", is continued by the decoder:
+        "10 minutes. Dim the office lights")."""
         parts = [self.extra] if self.extra else []
         listed = [*self.areas, *self.names]
         if listed:
             parts.append(", ".join(n.title() for n in listed) + ".")
-        parts.append(COMMAND_WORDS)
-        words = " ".join(parts).split()
-        return " ".join(words[:self.max_words])
+        words = " ".join(parts).split()[:self.max_words]
+        if words and words[-1][-1:] not in ".?!":
+            words[-1] += "."
+        for sentence in re.findall(r"[^.?!]+[.?!]", COMMAND_WORDS):
+            more = sentence.split()
+            if len(words) + len(more) > self.max_words:
+                break
+            words += more
+        return " ".join(words)
 
     def grammar(self, phrases: Iterable[str] = ()) -> list[str]:
         """Vosk grammar phrases: ``phrases`` (e.g. the intent examples), the command words

@@ -53,10 +53,21 @@ def test_the_voice_service_biases_toward_the_simulated_home() -> None:
     service._bias(service.vocabulary())
     (prompt,) = service.stack.asr.prompts
     assert prompt.startswith("Kitchen, Living Room") and "Kitchen Lights" in prompt
-    off = VoiceService(SimpleNamespace(cfg=Config(), stages=runtime.stages),     # default: off
+    assert Config().asr.bias                                      # on by default
+    off = VoiceService(SimpleNamespace(cfg=Config().with_overrides(asr={"bias": False}),
+                                       stages=runtime.stages),
                        stack=SimpleNamespace(asr=_PromptedAsr()))
     off._bias(off.vocabulary())
     assert off.stack.asr.prompts == []
+
+
+def test_the_prompt_ends_on_a_whole_sentence() -> None:
+    from edge_runtime.asr.bias import CommandVocabulary
+    many = CommandVocabulary.of([f"Lamp {i}" for i in range(45)], ["Study"], max_words=120)
+    prompt = many.prompt()
+    assert len(prompt.split()) <= 120 and prompt.endswith((".", "?", "!"))
+    assert prompt.startswith("Study, Lamp 0, Lamp 1") and "Turn on the light." in prompt
+    assert "Set a timer for 10" not in prompt or "10 minutes." in prompt
 
 
 def test_a_looping_transcript_is_cut_back_to_one_copy() -> None:
