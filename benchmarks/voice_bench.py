@@ -210,7 +210,9 @@ async def run(args) -> dict:
     out.update(wer_bench(sets, backends))
     out["endpoint_tuning"] = endpoint_tuning([p for p, _ in sets.get("piper", [])[:12] +
                                               sets.get("real", [])])
-    settings = Config().with_overrides(vad={"end_silence_ms": args.end_silence_ms})
+    settings = Config().with_overrides(vad={"end_silence_ms": args.end_silence_ms},
+                                       asr={"beam_size": args.beam or Config().asr.beam_size,
+                                            "nbest": 1})
     stack = VoiceStack.load(settings)
     await stack.warm_up()
     turn_wavs = make_command_set(work / "turns", SKILL_TURNS + OPEN_TURNS, voices=("piper",))
@@ -249,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backends", default="whisper,pocketsphinx")
     p.add_argument("--turns", type=int, default=2, help="rounds of spoken turns per route")
     p.add_argument("--end-silence-ms", type=float, default=VadConfig().end_silence_ms)
+    p.add_argument("--beam", type=int, default=0, help="Whisper beam size (0: asr.beam_size)")
     p.add_argument("--quick", action="store_true", help="6 clips per set")
     p.add_argument("--stub", action="store_true", help="skip the real pipeline")
     p.add_argument("--cache-dir", help="where synthesized test audio is kept")
