@@ -209,7 +209,7 @@ class AsrConfig:
                                        # the command words (asr/bias.py; README)
     bias_words: str = ""               # more words to bias toward (names, jargon)
     threads: int = 2
-    beam_size: int = 5                 # whisper: 1 is ~25 % faster, and hears commands worse
+    beam_size: int = 5                 # whisper: 1 is ~20 % faster, and hears commands worse
     nbest: int = 5                     # whisper: hypotheses kept (<= beam_size); the one the
                                        # understanding acts on is taken (asr/nbest.py)
     nbest_margin: float = 0.5          # ... if its mean token log-probability is at most this

@@ -167,6 +167,8 @@ ANSWERS = frozenset(("HassGetState", "HassClimateGetTemperature", "HassTimerStat
 
 def is_action(intent: str) -> bool:
     return intent != OTHER and intent not in ANSWERS
+
+
 # device words of covers and of lights, outside the home's names (those are masked)
 _COVER_WORDS = frozenset(("shade", "shades", "blind", "blinds", "curtain", "curtains", "awning",
                           "awnings", "shutter", "shutters", "drapes", "window", "windows"))

@@ -1,7 +1,7 @@
 """Build the home model: Home Assistant templates -> a calibrated numpy classifier (no torch).
 
 ``build_home_model(out)`` (run by ``edge-runtime models build``, or at the first daemon
-start; about 45 s on one core) samples every English template of the pinned
+start; about 40 s on one core) samples every English template of the pinned
 ``home-assistant-intents`` (``sample.Sampler``), rewrites them toward natural speech
 (``augment.variant``), adds the built-in non-home intents' examples as ``oos`` and the
 hand-written everyday phrasings (``extra.yaml``, ``phrasings.yaml``), and trains the
@@ -14,8 +14,8 @@ the held-out sentences are noisier than speech, since the sampler drops optional
 carry the meaning; 3 % for intents that only answer, ``READ_ONLY``: a wrong answer, not a
 wrong action), halfway into the gap below the last answer it accepts. The values were
 chosen on our own dev splits (``tests/data/home_dev``, ``home_dev2``), never on the
-evaluation files. The report keeps the held-out accuracy and wrong-action rate. The final model is
-trained on all templates.
+evaluation files. The report keeps the held-out accuracy and wrong-action rate. The final
+model is trained on all templates.
 """
 from __future__ import annotations
 
