@@ -321,3 +321,16 @@ def test_a_request_naming_a_cover_is_never_a_light_setting(model: HomeModel) -> 
     for text in ("set the blinds to 50 percent", "set the shades in the kitchen to 40 percent"):
         assert model.parse(text).intent != "HassLightSet", text
     assert model.parse("set the kitchen lights to 40 percent").intent == "HassLightSet"
+
+
+def test_the_command_clause_is_read_on_its_own(model: HomeModel) -> None:
+    # the context clause's area is not the command's, and the command comes last
+    p = model.parse("i am leaving the kitchen, turn off the sofa lamp")
+    assert (p.intent, p.slots.get("name"), "area" in p.slots) == \
+        ("HassTurnOff", "sofa lamp", False)
+    # a last clause with nothing to act on leaves the whole sentence to say what "it" is
+    assert not model.parse("switch it off").accepted
+    assert model.parse("i don't need the sofa lamp anymore, switch it off").slots.get(
+        "name") == "sofa lamp"
+    # a decimal point is no clause boundary
+    assert model.parse("set the sofa lamp to 2.5 percent").intent == "HassLightSet"

@@ -14,6 +14,7 @@ well under a millisecond for a short command.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -291,6 +292,8 @@ def repair_commands(words: list[str]) -> list[str]:
     return words
 
 
+_CLAUSE = re.compile(r"[,;.!?]+\s")        # (a decimal point is no clause boundary)
+
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
 
 
@@ -351,6 +354,22 @@ class HomeModel:
         return probs, per_intent
 
     def parse(self, text: str) -> HomeParse:
+        """The intent and slots of ``text``. A request in clauses ("I'm leaving the office,
+        turn the space heater off") is read whole, and its last clause alone: the command
+        comes last, after what it is about, and the last clause wins when it alone is a
+        clear action and the whole is not, or is another request less surely."""
+        whole = self._parse(text)
+        clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+        if len(clauses) < 2:
+            return whole
+        last = self._parse(clauses[-1])
+        if last.accepted and is_action(last.intent) and (
+                not whole.accepted or last.intent == whole.intent
+                or last.confidence > whole.confidence):
+            return last
+        return whole
+
+    def _parse(self, text: str) -> HomeParse:
         words = normalize_text(text).split()
         if not words:
             return HomeParse(OTHER, 1.0)
@@ -409,6 +428,10 @@ class HomeModel:
         # every light of the house from "turn on the lights"? only when it says so
         if not missing and intent in WHOLE_DOMAIN and "domain" in slots and \
                 not set(slots) & set(ENTITY_SLOTS) and not set(masked) & _ALL_WORDS:
+            missing = ("name",)
+        # "switch it off": what is "it"? (said before, or nowhere)
+        if not missing and intent in WHOLE_DOMAIN and \
+                not set(slots) & {*ENTITY_SLOTS, "domain", "device_class"}:
             missing = ("name",)
         if not missing and intent in _SAY_TIMER and not set(masked) & _TIMER_WORDS:
             missing = ("timer",)       # "pause this": the music, or a timer?
