@@ -334,3 +334,12 @@ def test_the_command_clause_is_read_on_its_own(model: HomeModel) -> None:
         "name") == "sofa lamp"
     # a decimal point is no clause boundary
     assert model.parse("set the sofa lamp to 2.5 percent").intent == "HassLightSet"
+
+
+def test_a_misheard_one_word_area_is_put_back_before_its_lights_only() -> None:
+    lists = HomeLists(areas=("study", "hallway"), floors=(), names={"String Lights": "light"})
+    known = frozenset(("set", "the", "to", "lights", "open", "blinds", "percent"))
+    assert lists.repair("set the steady lights to 50".split(), known) == \
+        "set the study lights to 50".split()
+    assert lists.repair("open the blinds halfway to 50 percent".split(), known) == \
+        "open the blinds halfway to 50 percent".split()

@@ -101,7 +101,12 @@ class HomeLists:
         sounds: dict[str, list[tuple[tuple[str, ...], str, str]]] = {}
         # names of two words or more: a one-word name has too many sound-alikes ("goes" ~
         # "chores", "halfway" ~ "hallway")
-        for words in {k for k in table if len(k) > 1}:
+        # a one-word area with the word for its lights is two words too ("steady lights" ->
+        # the study lights), heard as one phrase; only the area's word is ever repaired
+        lit = {(*phrase_words(a), w) for a in self.areas if len(phrase_words(a)) == 1
+               for w in ("lights", "light")}
+        self._lit = lit
+        for words in {k for k in table if len(k) > 1} | lit:
             text = " ".join(words)
             key = sound_key(text)
             if key:
@@ -126,6 +131,8 @@ class HomeLists:
                 key = sound_key(span)
                 for phrase, flat, pkey in self._sounds.get(key[:1], ()):
                     if len(phrase) != k:            # word for word: never eats or adds one
+                        continue
+                    if phrase in self._lit and words[i + 1] != phrase[1]:
                         continue
                     score = similarity(span, " ".join(phrase), flat, pkey, cutoff)
                     if score:
