@@ -62,7 +62,9 @@ def test_fp16_logits_follow_the_fp32_build(builds, arch):
     assert np.mean(a.argmax(-1) == b.argmax(-1)) >= 0.9
 
 
-def test_engine_decodes_the_fp16_variant_alike(builds):
+@pytest.mark.parametrize("batching", [{}, {"max_batch": 2, "batch_context_tokens": 64}],
+                         ids=["single", "batched"])
+def test_engine_decodes_the_fp16_variant_alike(builds, batching):
     from edge_runtime.llm import load_engine
     from edge_runtime.types import GenerationParams, Message
 
@@ -71,9 +73,11 @@ def test_engine_decodes_the_fp16_variant_alike(builds):
     texts = []
     for prec in ("fp32", "fp16"):
         eng = load_engine(builds["llama", prec], providers=("cpu",), threads=1,
-                          context_tokens=64)
-        assert eng._runner.kv_device == "cpu"
+                          context_tokens=64, **batching)
+        if not batching:
+            assert eng._runner.kv_device == "cpu"
         texts.append("".join(eng.generate(msgs, greedy)))
+        eng.close()
     assert texts[0] == texts[1]
 
 
@@ -125,21 +129,6 @@ def test_kv_cache_goes_to_the_gpu_only_for_the_fp16_variant():
     fp16, fp32 = {"kv_cache_dtype": "float16"}, {"kv_cache_dtype": "float32"}
     assert kv_device(fp16, "cuda") == kv_device(fp16, "tensorrt") == "cuda"
     assert kv_device(fp16, "cpu") == kv_device(fp32, "cuda") == kv_device({}, "cuda") == "cpu"
-
-
-def test_batched_engine_decodes_the_fp16_variant_alike(builds):
-    from edge_runtime.llm import load_engine
-    from edge_runtime.types import GenerationParams, Message
-
-    greedy = GenerationParams(temperature=0.0, max_new_tokens=10, stop_at_sentence=0)
-    msgs = [Message("user", "the cat")]
-    texts = []
-    for prec in ("fp32", "fp16"):
-        eng = load_engine(builds["llama", prec], providers=("cpu",), threads=1,
-                          context_tokens=64, max_batch=2, batch_context_tokens=64)
-        texts.append("".join(eng.generate(msgs, greedy)))
-        eng.close()
-    assert texts[0] == texts[1]
 
 
 def test_gpu_check_runs_the_fp16_variant_on_the_gpu_rows(builds, tmp_path):
