@@ -336,6 +336,21 @@ def test_the_command_clause_is_read_on_its_own(model: HomeModel) -> None:
     assert model.parse("set the sofa lamp to 2.5 percent").intent == "HassLightSet"
 
 
+def test_a_pronoun_in_the_command_clause_points_back(model: HomeModel) -> None:
+    # "them" is the lights the first clause names: the area carries over
+    p = model.parse("someone left the kitchen lights on, turn them off")
+    assert (p.intent, p.slots.get("area"), p.accepted) == ("HassTurnOff", "kitchen", True)
+    p = model.parse("the kitchen radio is too loud, turn it down")
+    assert (p.intent, p.slots.get("name"), p.slots.get("volume_step")) == \
+        ("HassSetVolumeRelative", "kitchen radio", "down")
+    # a list request's "it" is the item needed
+    p = model.parse("we're out of olive oil, put it on the shopping list")
+    assert (p.intent, p.slots.get("item")) == ("HassShoppingListAddItem", "olive oil")
+    # nothing named before: nothing to act on
+    p = model.parse("it is late, switch it off")
+    assert not (p.accepted and p.intent == "HassTurnOff")
+
+
 def test_a_misheard_one_word_area_is_put_back_before_its_lights_only() -> None:
     lists = HomeLists(areas=("study", "hallway"), floors=(), names={"String Lights": "light"})
     known = frozenset(("set", "the", "to", "lights", "open", "blinds", "percent"))

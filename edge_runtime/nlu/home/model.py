@@ -175,6 +175,17 @@ _COVER_WORDS = frozenset(("shade", "shades", "blind", "blinds", "curtain", "curt
                           "awnings", "shutter", "shutters", "drapes", "window", "windows"))
 _LIGHT_WORDS = frozenset(("light", "lights", "lamp", "lamps", "bulb", "bulbs", "lighting",
                           "@light"))
+# a pronoun that points back at a device or area named in an earlier clause
+_BACK = frozenset(("it", "them", "those"))
+# "we're out of olive oil" / "I need to buy eggs": the item a list request then calls "it"
+_ITEM_SAID = re.compile(
+    r"^(?:(?:we|i)\s+)?(?:(?:were|weve|ive|im|are|have|just|also|almost|nearly)\s+)*"
+    r"(?:need(?:\s+to\s+(?:buy|get))?|(?:ran|run|running)\s+out\s+of|out\s+of|want|"
+    r"(?:should|have\s+to|must|gotta|got\s+to)\s+(?:buy|get))\s+(?:some\s+|more\s+)?"
+    r"(?P<item>.+)$")
+_MAX_SAID_ITEM = 4
+_DEVICE_WORDS = _LIGHT_WORDS | _COVER_WORDS | frozenset(("fan", "fans", "tv", "speaker",
+                                                         "speakers", "heater", "door", "doors"))
 _UP = frozenset(("louder", "up", "raise", "increase", "higher", "crank", "pump", "boost"))
 _DOWN = frozenset(("quieter", "softer", "down", "lower", "decrease", "reduce", "quiet"))
 
@@ -362,12 +373,37 @@ class HomeModel:
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
         if len(clauses) < 2:
             return whole
-        last = self._parse(clauses[-1])
+        last = self._parse(self._referred(clauses[:-1], clauses[-1]))
         if last.accepted and is_action(last.intent) and (
                 not whole.accepted or last.intent == whole.intent
                 or last.confidence > whole.confidence):
             return last
         return whole
+
+    def _referred(self, before: list[str], clause: str) -> str:
+        """``clause`` with a pronoun that points back ("it", "them") replaced by what the
+        clauses ``before`` it name: the item needed, for a list ("we need olive oil, put
+        it on the shopping list"), else the last device or area ("the soundbar is too
+        loud, turn it down" -> "turn the soundbar down"); unchanged when there is none."""
+        words = normalize_text(clause).split()
+        at = next((i for i, w in enumerate(words) if w in _BACK), None)
+        if at is None:
+            return clause
+        found_here = self.lists.matches(words)
+        # "we need olive oil, put it on the shopping list": the item, said before
+        said = _ITEM_SAID.match(normalize_text(before[-1]))
+        if said and len(said["item"].split()) <= _MAX_SAID_ITEM and (
+                "list" in words or any(m.domain == "todo" for m in found_here)):
+            return " ".join([*words[:at], said["item"], *words[at + 1:]])
+        if found_here:
+            return clause
+        earlier = normalize_text(" ".join(before)).split()
+        found = self.lists.matches(earlier)
+        if not found:
+            return clause
+        m = found[-1]
+        end = m.end + (m.end < len(earlier) and earlier[m.end] in _DEVICE_WORDS)
+        return " ".join([*words[:at], "the", *earlier[m.start:end], *words[at + 1:]])
 
     def _parse(self, text: str) -> HomeParse:
         words = normalize_text(text).split()
