@@ -3,6 +3,7 @@ served by numpy; asked back below its calibrated thresholds; scored on HA test f
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -358,3 +359,12 @@ def test_a_misheard_one_word_area_is_put_back_before_its_lights_only() -> None:
         "set the study lights to 50".split()
     assert lists.repair("open the blinds halfway to 50 percent".split(), known) == \
         "open the blinds halfway to 50 percent".split()
+
+
+def test_rewrites_keep_the_request_a_timer_is_stopped_by_cancelling() -> None:
+    from edge_runtime.nlu.train.home.augment import variant
+    rng = random.Random(0)
+    timer = [variant("pause my @area timer".split(), rng) for _ in range(400)]
+    music = [variant("pause the music".split(), rng) for _ in range(400)]
+    assert not any("stop" in v for v in timer)          # "stop the timer" cancels it
+    assert any("hold" in v for v in timer) and any("stop" in v for v in music)

@@ -35,6 +35,11 @@ _SYNONYMS = {
 }
 
 
+# a synonym that means another request beside these words: to stop a timer is to cancel
+# it (Home Assistant's HassCancelTimer), not to pause it as "stop the music" does
+_NOT_BESIDE = {("stop",): frozenset(("timer", "timers", "countdown"))}
+
+
 def _synonym(words: list[str], rng: random.Random) -> list[str]:
     spots = [(i, key) for i in range(len(words)) for key in _SYNONYMS
              if tuple(words[i:i + len(key)]) == key]
@@ -42,7 +47,7 @@ def _synonym(words: list[str], rng: random.Random) -> list[str]:
         return words
     i, key = rng.choice(spots)
     repl = list(rng.choice(_SYNONYMS[key]))
-    if repl == ["%"]:
+    if repl == ["%"] or _NOT_BESIDE.get(tuple(repl), frozenset()).intersection(words):
         return words
     return words[:i] + repl + words[i + len(key):]
 
