@@ -287,6 +287,12 @@ def test_thresholds_sit_in_the_gap_and_one_error_does_not_set_them() -> None:
     assert t["HassTurnOn"] == pytest.approx(0.9)
     t, _, _ = _calibrate(top * 5 + right * 10, 0.02)
     assert t["HassTurnOn"] == pytest.approx(0.97)
+    # an intent never wrong down to its lowest answer: no stricter than the rest
+    low = [("HassTurnOff", c, True, True) for c in (0.9, 0.6, 0.4)] * 20
+    t, default, _ = _calibrate(right * 10 + low, 0.02)
+    assert default == pytest.approx(0.4) and t["HassTurnOn"] == pytest.approx(0.4)
+    t, _, _ = _calibrate(right * 10 + [("HassTurnOn", 0.8, False, False)] * 2 + low, 0.02)
+    assert t["HassTurnOn"] == pytest.approx(0.85)
     assert _same_request("HassListAddItem", "HassShoppingListAddItem")
     assert not _same_request("HassListAddItem", "HassListCompleteItem")
 

@@ -291,7 +291,14 @@ def _calibrate(scored: list[tuple[str, float, bool, bool]], max_wrong: float
             thresholds[intent] = min(lowest(items, READ_ONLY_MAX_WRONG), default)
             continue
         t = lowest(items)
-        thresholds[intent] = t if len(items) >= 30 else max(t, default)
+        if len(items) < 30:
+            thresholds[intent] = max(t, default)
+        elif t <= min(conf for _, conf, _, _ in items):
+            # every answer accepted, right at least as often as the budget asks: no
+            # evidence this intent is worse than the rest below its lowest answer seen
+            thresholds[intent] = min(t, default)
+        else:
+            thresholds[intent] = t
     taken = [s for s in actions if s[1] >= thresholds.get(s[0], default)]
     n = max(len(scored), 1)
     report = {"heldout_sentences": len(scored),
