@@ -6,6 +6,7 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("hassil")
@@ -374,3 +375,41 @@ def test_rewrites_keep_the_request_a_timer_is_stopped_by_cancelling() -> None:
     music = [variant("pause the music".split(), rng) for _ in range(400)]
     assert not any("stop" in v for v in timer)          # "stop the timer" cancels it
     assert any("hold" in v for v in timer) and any("stop" in v for v in music)
+
+
+@pytest.mark.parametrize("text,intent,slot,value", [
+    ("turn up the kitchen radio", "HassSetVolumeRelative", "volume_step", "up"),
+    ("turn the kitchen radio down", "HassSetVolumeRelative", "volume_step", "down"),
+    ("open the kitchen blinds to 40 percent", "HassSetPosition", "position", 40),
+    ("lower the kitchen blinds", "HassTurnOff", "area", "kitchen"),
+    ("make the kitchen temperature 20 degrees", "HassClimateSetTemperature", "temperature", 20),
+])
+def test_the_reading_fits_what_the_request_names(model: HomeModel, text, intent, slot,
+                                                   value) -> None:
+    # turned up is louder, not on; a cover to a number is a position and without one
+    # opened or closed; a temperature with no light is the climate's
+    p = model.parse(text)
+    assert (p.intent, p.slots.get(slot)) == (intent, value)
+
+
+@pytest.mark.parametrize("best,masked,fitted", [
+    ("HassTurnOn", "turn up the @name @media_player", "HassSetVolumeRelative"),
+    ("HassTurnOn", "raise the @area blinds to 60 percent", "HassSetPosition"),
+    ("HassSetPosition", "lower the @area blinds", "HassTurnOff"),
+    ("HassTurnOn", "start the @name @vacuum", "HassVacuumStart"),
+    ("HassLightSet", "make the @area temperature 20", "HassClimateSetTemperature"),
+    ("HassLightSet", "set the @name @light to 2700 kelvin", "HassLightSet"),
+    ("HassTurnOn", "turn on the @area lights", "HassTurnOn"),
+])
+def test_a_reading_that_does_not_fit_the_words_is_moved(model: HomeModel, best, masked,
+                                                        fitted) -> None:
+    # the classifier's best reading, whatever the words: the rules alone move it
+    per_intent = np.full(len(model._intents), 0.01)
+    per_intent[model._intents.index(best)] = 0.6
+    per_intent[model._intents.index("HassTurnOff")] += 0.1
+    per_intent[model._intents.index("HassClimateSetTemperature")] += 0.15
+    top, conf = model._fitted(model._intents.index(best), 0.6, per_intent, masked.split())
+    assert model._intents[top] == fitted
+    # moved within one request read two ways: the confidence of either reading
+    if fitted not in (best, "HassClimateSetTemperature"):
+        assert conf == pytest.approx(0.6 + per_intent[top])

@@ -175,6 +175,21 @@ _COVER_WORDS = frozenset(("shade", "shades", "blind", "blinds", "curtain", "curt
                           "awnings", "shutter", "shutters", "drapes", "window", "windows"))
 _LIGHT_WORDS = frozenset(("light", "lights", "lamp", "lamps", "bulb", "bulbs", "lighting",
                           "@light"))
+_CLIMATE_WORDS = frozenset(("temperature", "temp", "heat", "heating", "thermostat", "degrees",
+                            "ac", "cooling"))
+_KELVIN_WORDS = frozenset(("kelvin", "k", "white", "daylight"))
+_MEDIA_WORDS = frozenset(("tv", "radio", "music", "speaker", "speakers", "stereo", "volume",
+                          "sound", "song"))
+
+
+def _turned(masked: list[str]) -> bool:
+    """"turn up the radio", "turn it down": turned up or down, not on or off."""
+    said = set(masked)
+    return "turn" in said and bool(said & {"up", "down"}) and not said & {"on", "off"}
+
+
+# a device turned on that has its own start: the vacuum cleans, the mower mows
+_STARTED = {"vacuum": "HassVacuumStart", "lawn_mower": "HassLawnMowerStartMowing"}
 # a pronoun that points back at a device or area named in an earlier clause
 _BACK = frozenset(("it", "them", "those"))
 # "we're out of olive oil" / "I need to buy eggs": the item a list request then calls "it"
@@ -431,11 +446,7 @@ class HomeModel:
         if question and is_action(self._intents[top]):
             top = int(np.where(self._is_action, -1.0, per_intent).argmax())
             confidence = float(per_intent[top])
-        if self._intents[top] == "HassLightSet" and _COVER_WORDS.intersection(masked) and \
-                not _LIGHT_WORDS.intersection(masked):
-            # "set the shades to 40 percent" names a cover, never a light
-            top = int(np.where(self._light_set, -1.0, per_intent).argmax())
-            confidence = float(per_intent[top])
+        top, confidence = self._fitted(top, confidence, per_intent, masked)
         intent = self._intents[top]
         second = self._intents[int(np.argsort(per_intent)[-2])] if len(self._intents) > 1 else ""
         if intent == OTHER:
@@ -475,6 +486,41 @@ class HomeModel:
                          accepted=confidence >= self.threshold(intent) and not missing
                          and not (question and is_action(intent)),
                          missing=missing, runner_up=second)
+
+    def _fitted(self, top: int, confidence: float, per_intent: np.ndarray, masked: list[str]
+                ) -> tuple[int, float]:
+        """The intent (and its confidence) that fits what the request names, where the
+        classifier's best reading does not: a light setting on no light, a cover opened to
+        a number, a media player turned up, a cover moved to no position, a vacuum or mower
+        turned on."""
+        intent, said = self._intents[top], set(masked)
+        light = bool(said & _LIGHT_WORDS)
+        cover = not light and bool(said & _COVER_WORDS or "@cover" in said)
+        number = any(number_word(w) or w in NUMBER_WORDS and w != "one" for w in masked)
+        if intent == "HassLightSet" and not light and (
+                cover or said & _CLIMATE_WORDS and not said & _KELVIN_WORDS):
+            # "set the shades to 40 percent", "make the bedroom temperature 20": no light
+            top = int(np.where(self._light_set, -1.0, per_intent).argmax())
+            return top, float(per_intent[top])
+        # the same request read two ways: the confidence is that of either reading
+        if intent in ("HassTurnOn", "HassTurnOff") and cover and number:
+            moved = "HassSetPosition"          # "raise the blinds to 60": a position
+        elif intent in ("HassTurnOn", "HassTurnOff") and _turned(masked) and (
+                "@media_player" in said or said & _MEDIA_WORDS):
+            moved = "HassSetVolumeRelative"    # "turn up the radio": louder, not on
+        elif intent == "HassSetPosition" and not number:
+            moved = max(("HassTurnOn", "HassTurnOff"), key=lambda i: per_intent[self._index(i)])
+        elif intent == "HassTurnOn":
+            moved = next((_STARTED[d] for d in _STARTED if f"@{d}" in said), intent)
+        else:
+            return top, confidence
+        if moved == intent or moved not in self._intents:
+            return top, confidence
+        new = self._index(moved)
+        return new, float(per_intent[top] + per_intent[new])
+
+    def _index(self, intent: str) -> int:
+        return self._intents.index(intent) if intent in self._intents else 0
 
     def _names_kept(self, top: int, other: int) -> bool:
         """Whether the reading with the home's names (top intent ``top``) is kept over one
