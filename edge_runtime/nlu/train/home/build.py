@@ -4,10 +4,10 @@
 start; about 40 s on one core) samples every English template of the pinned
 ``home-assistant-intents`` (``sample.Sampler``), rewrites them toward natural speech
 (``augment.variant``), adds the built-in non-home intents' examples as ``oos`` and the
-hand-written everyday phrasings (``extra.yaml``, ``phrasings.yaml``), and trains the
-masked-n-gram classifier (``sgd.train_sparse``). Honest, cross-fitted calibration: each
-intent's templates are dealt into three folds, each fold is parsed by a model trained
-without it, and each intent's threshold is the lowest confidence at which those answers on
+hand-written everyday phrasings (``extra.yaml``, ``phrasings.yaml``, ``everyday.yaml``),
+and trains the masked-n-gram classifier (``sgd.train_sparse``). Honest, cross-fitted
+calibration: each intent's templates are dealt into three folds, each fold is parsed by a model
+trained without it, and each intent's threshold is the lowest confidence at which those answers on
 the held-out sentences and one natural-speech rewrite of each (wordings farther from the
 templates, as people's are) have the wrong intent at most ``max_wrong`` of the time (2 %:
 the held-out sentences are noisier than speech, since the sampler drops optional words that
@@ -82,7 +82,8 @@ def _other_rows(home: HomeLists) -> list[list[str]]:
 
 _ITEM_INTENTS = frozenset(("HassShoppingListAddItem", "HassShoppingListCompleteItem",
                            "HassListAddItem", "HassListCompleteItem", "HassListRemoveItem"))
-EXTRA_FILES = tuple(Path(__file__).with_name(n) for n in ("extra.yaml", "phrasings.yaml"))
+EXTRA_FILES = tuple(Path(__file__).with_name(n)
+                    for n in ("extra.yaml", "phrasings.yaml", "everyday.yaml"))
 
 
 def _extra_rows() -> list[tuple[list[str], str]]:
