@@ -11,6 +11,7 @@ templates' lists and labelled rows.
 """
 from __future__ import annotations
 
+import copy
 import random
 import re
 from dataclasses import dataclass
@@ -140,10 +141,21 @@ class SlotFiller(serving.SlotFiller):
                             if text:
                                 key = (ref.slot, _value(value), ref.list_name)
                                 self.phrases[name][text][key] += 1
+        self.learn(train)
+
+    def learn(self, train: list[Example]) -> None:
+        """Learn from labelled rows too (and index the tables again)."""
         for row in train:
             self.vocab[row.intent].update(_words(row.text))
             self._learn(row)
         self._index()
+
+    def learned(self, train: list[Example]) -> SlotFiller:
+        """A copy that has learned ``train`` as well: a filler of the templates alone
+        (``SlotFiller(hass, [])``, the slow part) made once serves several row sets."""
+        other = copy.deepcopy(self)
+        other.learn(train)
+        return other
 
     def _learn(self, row: Example) -> None:
         """Phrase reliability and number-context -> range slot counts from one labelled row."""

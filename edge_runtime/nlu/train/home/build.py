@@ -179,16 +179,21 @@ def _wild_edges(rows: list[Sentence]) -> dict[str, list[list[str]]]:
     return {s: [sorted(starts[s]), sorted(ends[s])] for s in sorted({*starts, *ends})}
 
 
-def _filler(rows: list[Sentence], home: HomeLists):
+def _template_filler(home: HomeLists):
+    """The slot filler of the templates' lists alone (``_filler`` adds the rows)."""
     from ..hass import HassData, SlotFiller
-    hass = HassData(areas=home.areas, floors=home.floors, names=dict(home.names))
+    return SlotFiller(HassData(areas=home.areas, floors=home.floors, names=dict(home.names)), [])
+
+
+def _filler(rows: list[Sentence], base):
+    """``base`` (``_template_filler``) having learned ``rows``, as the daemon serves it."""
     from ...home.model import HomeSlotFiller
     skip = {*ENTITY_SLOTS, "domain"}
     examples = [Example(plain_text(r.masked), split_label(r.label)[0],
                         tuple(sorted((k, v) for k, v in r.slots.items()
                                      if k not in skip and k not in r.wild)))
                 for r in rows]
-    filler = HomeSlotFiller.from_dict(SlotFiller(hass, examples).to_dict())
+    filler = HomeSlotFiller.from_dict(base.learned(examples).to_dict())
     filler.drop_entity_phrases()
     return filler
 
@@ -353,6 +358,7 @@ def build_home_model(out: str | Path, *, per_template: int = 12, copies: int = 2
     other = _other_rows(home)
     rng = random.Random(seed)
     fold = _folds(rows, folds, rng)
+    base = _template_filler(home)
     feats, labels, weights, templates = _training_set(rows, other, rng, copies)
     scored = []
     for k in range(folds):
@@ -361,7 +367,7 @@ def build_home_model(out: str | Path, *, per_template: int = 12, copies: int = 2
         model = train_sparse([feats[i] for i in keep], [labels[i] for i in keep],
                              [weights[i] for i in keep], epochs=epochs, seed=seed + k)
         with tempfile.TemporaryDirectory() as tmp:
-            _write(Path(tmp), model, _filler(train, home), train, home, {}, 0.5, {})
+            _write(Path(tmp), model, _filler(train, base), train, home, {}, 0.5, {})
             held = [r for r in rows if fold[r.template] == k]
             scored += _scored(HomeModel(tmp), _spoken_variants(held, rng, calibration_copies))
         log.info("calibration fold %d/%d done (%.1f s)", k + 1, folds, time.monotonic() - t0)
@@ -372,7 +378,7 @@ def build_home_model(out: str | Path, *, per_template: int = 12, copies: int = 2
                    "templates": len(fold), "folds": folds,
                    "intents": len({split_label(r.label)[0] for r in rows}),
                    "labels": len(final.labels), "calibration_s": round(t1 - t0, 1)})
-    _write(out, final, _filler(rows, home), rows, home, thresholds, default, report)
+    _write(out, final, _filler(rows, base), rows, home, thresholds, default, report)
     report["seconds"] = round(time.monotonic() - t0, 1)
     log.info("home model built in %s in %.1f s", out, report["seconds"])
     return report
