@@ -310,6 +310,10 @@ def test_a_misheard_unpause_is_not_taken_for_pause(model: HomeModel) -> None:
     from edge_runtime.nlu.home.model import repair_commands
     assert repair_commands("im pause my timer".split()) == ["unpause", "my", "timer"]
     assert repair_commands("pause and play".split()) == ["pause", "and", "play"]
+    # "unlock" heard as "and lock"; a question's "locked" heard without its ending
+    assert repair_commands("and lock the door".split()) == ["unlock", "the", "door"]
+    assert repair_commands("is the gate lock".split())[-1] == "locked"
+    assert repair_commands("lock the gate".split()) == ["lock", "the", "gate"]
     assert model.parse("I'm pause my timer.").intent == "HassUnpauseTimer"
     model.repair = False                 # typed text is taken as written
     try:
@@ -413,3 +417,42 @@ def test_a_reading_that_does_not_fit_the_words_is_moved(model: HomeModel, best, 
     # moved within one request read two ways: the confidence of either reading
     if fitted not in (best, "HassClimateSetTemperature"):
         assert conf == pytest.approx(0.6 + per_intent[top])
+
+
+
+def test_an_action_with_what_to_do_unsaid_or_unheard_is_asked_back(model: HomeModel) -> None:
+    for text in ("sofa lamp", "turn the sofa lamp paint", "ose the kitchen timer"):
+        p = model.parse(text)
+        assert not (p.accepted and p.intent not in ("oos", "HassGetState")), text
+    # a verb it knows, or a way to turn: acted on
+    assert model.parse("turn the sofa lamp on").accepted
+    assert model.parse("switch on the sofa lamp").accepted
+
+
+def test_a_lone_number_or_function_word_is_no_item(model: HomeModel) -> None:
+    for text in ("check no off the shopping list", "check off 10 from the shopping list"):
+        p = model.parse(text)
+        assert "item" not in p.slots and not p.accepted, text
+    assert model.parse("check eggs off the shopping list").slots.get("item") == "eggs"
+
+
+def test_everyday_words_for_full_and_running(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(("kitchen",), (), {"tower fan": "fan",
+                                                          "fairy lights": "light"}))
+    p = home.parse("set the fairy lights to full brightness")
+    assert (p.intent, p.slots.get("brightness")) == ("HassLightSet", 100)
+    p = home.parse("is the tower fan running")
+    assert (p.intent, p.slots.get("state")) == ("HassGetState", "on")
+
+
+def test_a_name_heard_as_one_word_more_is_put_back() -> None:
+    lists = HomeLists(("den",), (), {"nightstand speaker": "media_player",
+                                     "kitchen light": "light"})
+    known = {"next", "track", "on", "the", "turn", "and"}
+    assert lists.repair("next track on the nights and speaker".split(), known)[-2:] == \
+        ["nightstand", "speaker"]
+    assert lists.repair("turn on the kit chen light".split(), known) == \
+        ["turn", "on", "the", "kitchen", "light"]
+    # letters that differ more are no such name
+    assert lists.repair("next track on the night stood speakers".split(), known)[-3:] != \
+        ["nightstand", "speaker"]

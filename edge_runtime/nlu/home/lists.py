@@ -17,11 +17,15 @@ import re
 from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 
+from rapidfuzz import fuzz
+
 from ..hass_text import similarity, sound_key, squash
 from ..text import normalize_text
 
 ENTITY_SLOTS = ("area", "floor", "name")
 REPAIR_CUTOFF = 70.0     # hass_text.similarity score a misheard name must reach
+SPLIT_CUTOFF = 92.0      # letters alike (rapidfuzz ratio) for a name heard one word longer
+_NOT_FIRST = frozenset(("the", "a", "an", "my", "our", "and", "to", "on", "in", "of", "off"))
 _MIN_JOINED = 6          # letters a phrase needs to match with its spaces dropped
 
 # The home the default model is built with (any home's lists work at run time).
@@ -124,12 +128,18 @@ class HomeLists:
             return words
         found = []
         for i in range(len(words)):
-            for k in range(2, min(self._longest, len(words) - i) + 1):
+            for k in range(2, min(self._longest + 1, len(words) - i) + 1):
                 if not any(i <= j < i + k for j in odd):
                     continue
                 span = " ".join(words[i:i + k])
                 key = sound_key(span)
                 for phrase, flat, pkey in self._sounds.get(key[:1], ()):
+                    if len(phrase) == k - 1 and words[i] not in _NOT_FIRST:
+                        # one word heard as two, letter for letter ("nights and speaker")
+                        alike = fuzz.ratio(squash(span), flat)
+                        if alike >= SPLIT_CUTOFF:
+                            found.append((len(phrase), True, alike, k, -i, phrase))
+                        continue
                     if len(phrase) != k:            # word for word: never eats or adds one
                         continue
                     if phrase in self._lit and words[i + 1] != phrase[1]:

@@ -178,6 +178,11 @@ _LIGHT_WORDS = frozenset(("light", "lights", "lamp", "lamps", "bulb", "bulbs", "
 _CLIMATE_WORDS = frozenset(("temperature", "temp", "heat", "heating", "thermostat", "degrees",
                             "ac", "cooling"))
 _KELVIN_WORDS = frozenset(("kelvin", "k", "white", "daylight"))
+_RUNNING = frozenset(("running", "going"))
+_TURNED = frozenset(("on", "off", "up", "down", "out", "to", "into", "@color"))
+_NO_ITEM = frozenset(("no", "yes", "it", "this", "that", "them", "one", "off", "on", "some"))
+_DETERMINERS = frozenset(("the", "a", "an", "my", "our", "all", "every", "this", "that"))
+_FULL = frozenset(("full", "max", "maximum"))
 _MEDIA_WORDS = frozenset(("tv", "radio", "music", "speaker", "speakers", "stereo", "volume",
                           "sound", "song"))
 
@@ -304,17 +309,26 @@ class WildText:
         return out
 
 
-# How Whisper writes "unpause", a word rare in its training text, at the start of a command:
-# as the opposite command ("and pause", "I'm pause"). Nobody starts a request with these.
-_UNPAUSE_HEARD = frozenset((("and", "pause"), ("im", "pause"), ("i", "m", "pause"),
-                            ("um", "pause"), ("un", "pause"), ("an", "pause")))
+# How Whisper writes "unpause" and "unlock", words rare in its training text, at the start
+# of a command: as the opposite command ("and pause", "I'm pause", "and lock"). Nobody
+# starts a request with these.
+_UN_HEARD = (*((heard, "unpause") for heard in (
+                 ("and", "pause"), ("im", "pause"), ("i", "m", "pause"), ("um", "pause"),
+                 ("un", "pause"), ("an", "pause"))),
+             *((heard, "unlock") for heard in (("and", "lock"), ("an", "lock"), ("un", "lock"))))
+# and the "-ed" of a state at the end of a question, lost before the pause ("is the garden
+# gate lock", "is the skylight close")
+_STATE_HEARD = {"lock": "locked", "unlock": "unlocked", "close": "closed"}
 
 
 def repair_commands(words: list[str]) -> list[str]:
-    """``words`` with a misheard leading "unpause" put back."""
-    for heard in _UNPAUSE_HEARD:
+    """``words`` with a misheard leading "unpause" or "unlock", or a question's last
+    "locked" or "closed", put back."""
+    for heard, meant in _UN_HEARD:
         if tuple(words[:len(heard)]) == heard:
-            return ["unpause", *words[len(heard):]]
+            return [meant, *words[len(heard):]]
+    if len(words) > 2 and words[0] in ("is", "are") and words[-1] in _STATE_HEARD:
+        return [*words[:-1], _STATE_HEARD[words[-1]]]
     return words
 
 
@@ -484,8 +498,20 @@ class HomeModel:
             missing = ("timer",)       # "pause this": the music, or a timer?
         return HomeParse(intent, confidence, slots,
                          accepted=confidence >= self.threshold(intent) and not missing
-                         and not (question and is_action(intent)),
+                         and not (is_action(intent) and (question or self._unsaid(intent, masked))),
                          missing=missing, runner_up=second)
+
+    def _unsaid(self, intent: str, masked: list[str]) -> bool:
+        """What to do is not said, or not heard: a name alone ("hanging bulb"), "turn"
+        with no way to turn ("turn the floor lamp paint": on? pink?), or a verb the model
+        never saw before what it acts on ("ose the laundry timer": pause? close?)."""
+        first, then = masked[0], masked[1] if len(masked) > 1 else ""
+        if intent in ("HassTurnOn", "HassTurnOff") and "turn" in masked and \
+                not _TURNED.intersection(masked):
+            return True
+        return all(w.startswith("@") for w in masked) or not (
+            first in self.vocab or first.startswith("@") or number_word(first)) and (
+            then in _DETERMINERS or then.startswith("@"))
 
     def _fitted(self, top: int, confidence: float, per_intent: np.ndarray, masked: list[str]
                 ) -> tuple[int, float]:
@@ -550,8 +576,19 @@ class HomeModel:
                 slots["volume_step"] = "up" if up else "down"
             elif isinstance(step, (int, float)) and up != down:
                 slots["volume_step"] = abs(step) if up else -abs(step)   # the words' direction
+        said = set(masked)
+        if intent == "HassGetState" and "state" in allowed and "state" not in slots and \
+                said & _RUNNING:
+            slots["state"] = "on"                # "is the tower fan running"
+        if intent == "HassLightSet" and not set(slots) & {"brightness", "color", "temperature"} \
+                and said & _FULL and "brightness" in said:
+            slots["brightness"] = 100            # "full brightness"
         for m in found:
             if m.slot in allowed and m.slot not in slots:
                 slots[m.slot] = m.value
         slots.update(self.wild.extract(label, masked, have=slots))
+        item = str(slots.get("item", "")).split()
+        if len(item) == 1 and (number_word(item[0]) or item[0] in NUMBER_WORDS
+                               or item[0] in _NO_ITEM):
+            del slots["item"]      # "check no off the list", "check off 10": misheard
         return slots
