@@ -456,3 +456,19 @@ def test_a_name_heard_as_one_word_more_is_put_back() -> None:
     # letters that differ more are no such name
     assert lists.repair("next track on the night stood speakers".split(), known)[-3:] != \
         ["nightstand", "speaker"]
+
+
+@pytest.mark.parametrize("text,item", [
+    ("could you add a bag of rice to my shopping list", "bag of rice"),
+    ("put a dozen eggs on the shopping list", "dozen eggs"),
+    ("add some paper towels to my shopping list", "paper towels"),
+    ("we ran out of milk, add it to the shopping list", "milk"),
+])
+def test_an_item_keeps_its_amount_and_loses_some(model: HomeModel, text, item) -> None:
+    assert model.parse(text).slots.get("item") == item
+
+
+def test_a_timer_named_before_the_word_timer(model: HomeModel) -> None:
+    p = model.parse("start a pasta timer for nine minutes")
+    assert (p.intent, p.slots.get("name"), p.slots.get("minutes")) == \
+        ("HassStartTimer", "pasta", 9)

@@ -295,18 +295,37 @@ class WildText:
                         if pairs.get(key) == level:
                             score = (level, plain, j - i)
                             break
-                    if score is None and item and j in stops and tuple(padded[i - 1:i]) in lefts:
+                    if score is None and item and j in stops and (
+                            tuple(padded[i - 1:i]) in lefts or padded[i - 1] in _ARTICLES
+                            and tuple(padded[i - 2:i - 1]) in lefts):
                         score = (0, plain, j - i)   # its list's phrase after it
                     if score is not None and (best is None or score > best[0]):
-                        best = (score, span)
+                        best = (score, span, i)
             if best is not None:
                 words = list(best[1])
-                while item and len(words) > 1 and words[0] in _PARTICLES:
+                at = best[2]
+                if item and padded[at - 1] == "of" and _measure(padded[at - 2]):
+                    words = padded[at - 2:at] + words      # "a bag of rice": bag of rice
+                while item and len(words) > 1 and (words[0] in _PARTICLES
+                                                   or words[0] in _AMOUNTS):
                     words.pop(0)
                 while item and len(words) > 1 and words[-1] in _PARTICLES:
                     words.pop()
                 out[slot] = " ".join(words)
         return out
+
+
+_ARTICLES = frozenset(("a", "an", "some", "the"))
+_AMOUNTS = frozenset(("some", "more", "any"))      # "add some paper towels": paper towels
+# words before "of" that are no amount of an item ("ran out of", "some of", "one of")
+_NOT_MEASURE = frozenset(("more", "some", "lot", "lots", "all", "none", "rid", "sort", "kind",
+                          "one", "most", "few", "couple", "bit"))
+
+
+def _measure(word: str) -> bool:
+    """``word`` before "of" and an item may be its amount ("bag", "bottle", "dozen")."""
+    return not (word in EDGE_WORDS or word in _PARTICLES or word in _NOT_IN_ITEM
+                or word in _NOT_MEASURE or word.startswith(("@", "<")) or number_word(word))
 
 
 # How Whisper writes "unpause" and "unlock", words rare in its training text, at the start

@@ -129,22 +129,37 @@ def _training_set(rows: list[Sentence], other: list[list[str]], rng: random.Rand
 _ITEM_LISTS = ("shopping_list_item", "todo_list_item")
 
 
+_TIMER_INTENTS = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer",
+                            "HassDecreaseTimer", "HassPauseTimer", "HassUnpauseTimer",
+                            "HassTimerStatus"))
+
+
 def _extra_item_rows() -> list[Sentence]:
     """The hand-written phrasings whose item is one of the sampler's sample items ("we are out
-    of coffee add it to the shopping list"), as sentences with that item marked, so the
-    words around items people say are learned too, not only the templates'."""
-    values = sorted({v for name in _ITEM_LISTS for v in WILDCARDS[name]},
-                    key=lambda v: -len(v.split()))
+    of coffee add it to the shopping list"), or whose timer is named by one of its sample
+    names right before "timer" ("set a pasta timer for 12 minutes"), as sentences with that
+    value marked, so the words around values people say are learned too, not only the
+    templates'."""
+    def longest_first(values):
+        return sorted(set(values), key=lambda v: -len(v.split()))
+    items = longest_first(v for name in _ITEM_LISTS for v in WILDCARDS[name])
+    timers = longest_first(WILDCARDS["timer_name"])
     out = []
     for words, label in _extra_rows():
-        if split_label(label)[0] not in _ITEM_INTENTS:
+        intent = split_label(label)[0]
+        if intent in _ITEM_INTENTS:
+            slot, values, after = "item", items, None
+        elif intent in _TIMER_INTENTS:
+            slot, values, after = "name", timers, "timer"
+        else:
             continue
         for value in values:
             n = len(value.split())
-            hits = [i for i in range(len(words) - n + 1) if words[i:i + n] == value.split()]
+            hits = [i for i in range(len(words) - n + 1) if words[i:i + n] == value.split()
+                    and (after is None or words[i + n:i + n + 1] == [after])]
             if hits:
-                out.append(Sentence(" ".join(words), words, label, {"item": value}, -1,
-                                    {"item": value}))
+                out.append(Sentence(" ".join(words), words, label, {slot: value}, -1,
+                                    {slot: value}))
                 break
     return out
 
