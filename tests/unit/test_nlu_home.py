@@ -472,3 +472,37 @@ def test_a_timer_named_before_the_word_timer(model: HomeModel) -> None:
     p = model.parse("start a pasta timer for nine minutes")
     assert (p.intent, p.slots.get("name"), p.slots.get("minutes")) == \
         ("HassStartTimer", "pasta", 9)
+
+
+@pytest.mark.parametrize("text", [
+    "don't turn off the sofa lamp", "do not open the garage door",
+    "i turned off the sofa lamp earlier", "i love the new sofa lamp",
+    "remind me to turn off the sofa lamp",
+])
+def test_what_is_not_asked_is_not_done(model: HomeModel, text) -> None:
+    p = model.parse(text)
+    assert not (p.accepted and p.intent in ("HassTurnOn", "HassTurnOff")), text
+
+
+def test_a_reading_against_the_words_on_or_off_is_not_done(model: HomeModel) -> None:
+    masked = "switch the @area lights on out there".split()
+    assert model._unsaid("HassTurnOff", masked) and not model._unsaid("HassTurnOn", masked)
+
+
+def test_a_negation_or_statement_in_another_clause_leaves_the_command(model: HomeModel) -> None:
+    p = model.parse("can you put the sofa lamp on, i can't see a thing")
+    assert (p.intent, p.accepted) == ("HassTurnOn", True)
+    p = model.parse("i bought the eggs, tick them off the shopping list")
+    assert (p.intent, p.slots.get("item"), p.accepted) == \
+        ("HassShoppingListCompleteItem", "eggs", True)
+
+
+def test_a_correction_a_room_said_before_and_the_device_named(model: HomeModel) -> None:
+    assert model.parse("turn off the sofa lamp, i mean the kitchen radio").slots.get(
+        "name") == "kitchen radio"
+    p = model.parse("it's dark in the study, turn the lights on")
+    assert (p.intent, p.slots.get("area"), p.accepted) == ("HassTurnOn", "study", True)
+    p = model.parse("close the light in the kitchen")
+    assert (p.intent, p.slots.get("domain")) == ("HassTurnOff", "light")
+    p = model.parse("play the playlist dinner party on the kitchen radio")
+    assert p.slots.get("search_query") == "dinner party"

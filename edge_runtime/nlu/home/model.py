@@ -179,6 +179,25 @@ _CLIMATE_WORDS = frozenset(("temperature", "temp", "heat", "heating", "thermosta
                             "ac", "cooling"))
 _KELVIN_WORDS = frozenset(("kelvin", "k", "white", "daylight"))
 _RUNNING = frozenset(("running", "going"))
+_NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt", "shouldnt"))
+# the verbs a negation before them takes back ("don't turn off", "do not open")
+_COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "unlock", "start",
+                            "stop", "set", "put", "play", "pause", "add", "remove", "cancel",
+                            "dim", "change", "make", "raise", "lower", "kill", "run", "do"))
+
+
+def _negated(masked: list[str]) -> bool:
+    """A negation before a command verb: "don't turn off the lights" (not "I can't see,
+    turn the lights on")."""
+    return any(w in _NEGATIONS and any(v in _COMMAND_VERBS for v in masked[i + 1:i + 3])
+               for i, w in enumerate(masked))
+
+
+# "I love ...", "we turned ...": said about the home, not asked of it
+_TOLD = frozenset(("love", "like", "hate", "think", "thought", "wonder", "bought", "saw",
+                   "turned", "switched", "opened", "closed", "locked", "unlocked", "noticed",
+                   "heard", "guess", "believe", "hope", "wish", "installed", "painted",
+                   "replaced", "moved", "already"))
 _TURNED = frozenset(("on", "off", "up", "down", "out", "to", "into", "@color"))
 _NO_ITEM = frozenset(("no", "yes", "it", "this", "that", "them", "one", "off", "on", "some"))
 _DETERMINERS = frozenset(("the", "a", "an", "my", "our", "all", "every", "this", "that"))
@@ -195,13 +214,16 @@ def _turned(masked: list[str]) -> bool:
 
 # a device turned on that has its own start: the vacuum cleans, the mower mows
 _STARTED = {"vacuum": "HassVacuumStart", "lawn_mower": "HassLawnMowerStartMowing"}
+# a speaker correcting the device or room just said
+_CORRECTIONS = (("i", "mean"), ("i", "meant"), ("no", "wait"), ("sorry",), ("or", "rather"))
 # a pronoun that points back at a device or area named in an earlier clause
 _BACK = frozenset(("it", "them", "those"))
 # "we're out of olive oil" / "I need to buy eggs": the item a list request then calls "it"
 _ITEM_SAID = re.compile(
     r"^(?:(?:we|i)\s+)?(?:(?:were|weve|ive|im|are|have|just|also|almost|nearly)\s+)*"
     r"(?:need(?:\s+to\s+(?:buy|get))?|(?:ran|run|running)\s+out\s+of|out\s+of|want|"
-    r"(?:should|have\s+to|must|gotta|got\s+to)\s+(?:buy|get))\s+(?:some\s+|more\s+)?"
+    r"(?:should|have\s+to|must|gotta|got\s+to)\s+(?:buy|get)|got|bought|picked\s+up|found)"
+    r"\s+(?:some\s+|more\s+|the\s+)?"
     r"(?P<item>.+)$")
 _MAX_SAID_ITEM = 4
 _DEVICE_WORDS = _LIGHT_WORDS | _COVER_WORDS | frozenset(("fan", "fans", "tv", "speaker",
@@ -417,6 +439,7 @@ class HomeModel:
         turn the space heater off") is read whole, and its last clause alone: the command
         comes last, after what it is about, and the last clause wins when it alone is a
         clear action and the whole is not, or is another request less surely."""
+        text = self._corrected(text)
         whole = self._parse(text)
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
         if len(clauses) < 2:
@@ -428,24 +451,45 @@ class HomeModel:
             return last
         return whole
 
+    def _corrected(self, text: str) -> str:
+        """``text`` with a spoken self-correction applied: "turn off the desk lamp, I mean
+        the desk fan" -> "turn off the desk fan"; unchanged when it has none."""
+        words = normalize_text(text).split()
+        for k in range(1, len(words)):
+            marker = next((m for m in _CORRECTIONS if tuple(words[k:k + len(m)]) == m), None)
+            if marker is None:
+                continue
+            before, after = words[:k], words[k + len(marker):]
+            said, meant = self.lists.matches(before), self.lists.matches(after)
+            if said and meant:
+                m, c = said[-1], meant[0]
+                return " ".join([*before[:m.start], *after[c.start:c.end], *before[m.end:]])
+        return text
+
     def _referred(self, before: list[str], clause: str) -> str:
         """``clause`` with a pronoun that points back ("it", "them") replaced by what the
         clauses ``before`` it name: the item needed, for a list ("we need olive oil, put
         it on the shopping list"), else the last device or area ("the soundbar is too
-        loud, turn it down" -> "turn the soundbar down"); unchanged when there is none."""
+        loud, turn it down" -> "turn the soundbar down"); and a room said before for
+        devices the clause names by kind alone ("it's dark in the den, turn the lights
+        on" -> "... lights on in the den"); unchanged when there is none."""
         words = normalize_text(clause).split()
         at = next((i for i, w in enumerate(words) if w in _BACK), None)
-        if at is None:
-            return clause
         found_here = self.lists.matches(words)
         # "we need olive oil, put it on the shopping list": the item, said before
         said = _ITEM_SAID.match(normalize_text(before[-1]))
-        if said and len(said["item"].split()) <= _MAX_SAID_ITEM and (
+        if at is not None and said and len(said["item"].split()) <= _MAX_SAID_ITEM and (
                 "list" in words or any(m.domain == "todo" for m in found_here)):
             return " ".join([*words[:at], said["item"], *words[at + 1:]])
         if found_here:
             return clause
         earlier = normalize_text(" ".join(before)).split()
+        if at is None:
+            # "it's too dark in the kitchen, turn the lights on": the room said before
+            areas = [m for m in self.lists.matches(earlier) if m.slot == "area"]
+            if not areas or not _DEVICE_WORDS.intersection(words):
+                return clause
+            return " ".join([*words, "in", "the", *earlier[areas[-1].start:areas[-1].end]])
         found = self.lists.matches(earlier)
         if not found:
             return clause
@@ -486,6 +530,11 @@ class HomeModel:
             return HomeParse(OTHER, confidence, {}, runner_up=second)
         # the fixed slots of the intent's most likely label
         rows = [i for i, (name, _) in enumerate(self._intent_of) if name == intent]
+        # not the domain of the other kind of device the request names ("close the light")
+        said = set(masked)
+        light, cover = bool(said & _LIGHT_WORDS), bool(said & _COVER_WORDS or "@cover" in said)
+        other = "cover" if light and not cover else "light" if cover and not light else ""
+        rows = [i for i in rows if self._intent_of[i][1].get("domain") != other] or rows
         _, fixed = self._intent_of[max(rows, key=lambda i: probs[i])]
         label = self.classifier.labels[max(rows, key=lambda i: probs[i])]
         slots = self._slots(intent, label, text, found, masked)
@@ -521,10 +570,19 @@ class HomeModel:
                          missing=missing, runner_up=second)
 
     def _unsaid(self, intent: str, masked: list[str]) -> bool:
-        """What to do is not said, or not heard: a name alone ("hanging bulb"), "turn"
+        """What to do is not asked, said, or heard: a negation ("don't turn it off"), a
+        statement ("I love the new chandelier", "I turned the heater off"), a reminder, a
+        name alone ("hanging bulb"), "turn"
         with no way to turn ("turn the floor lamp paint": on? pink?), or a verb the model
         never saw before what it acts on ("ose the laundry timer": pause? close?)."""
         first, then = masked[0], masked[1] if len(masked) > 1 else ""
+        if _negated(masked) or first in ("i", "we") and then in _TOLD or \
+                tuple(masked[:2]) == ("remind", "me"):
+            return True            # "don't turn off the lights", "I love the chandelier"
+        said = set(masked)
+        if intent == "HassTurnOn" and "off" in said and "on" not in said or \
+                intent == "HassTurnOff" and "on" in said and "off" not in said:
+            return True            # the reading says the opposite of the words
         if intent in ("HassTurnOn", "HassTurnOff") and "turn" in masked and \
                 not _TURNED.intersection(masked):
             return True
@@ -550,6 +608,8 @@ class HomeModel:
         # the same request read two ways: the confidence is that of either reading
         if intent in ("HassTurnOn", "HassTurnOff") and cover and number:
             moved = "HassSetPosition"          # "raise the blinds to 60": a position
+        elif intent == "HassTurnOn" and light and said & {"close", "shut"}:
+            moved = "HassTurnOff"              # "close the light": off (not a cover)
         elif intent in ("HassTurnOn", "HassTurnOff") and _turned(masked) and (
                 "@media_player" in said or said & _MEDIA_WORDS):
             moved = "HassSetVolumeRelative"    # "turn up the radio": louder, not on
@@ -606,6 +666,12 @@ class HomeModel:
             if m.slot in allowed and m.slot not in slots:
                 slots[m.slot] = m.value
         slots.update(self.wild.extract(label, masked, have=slots))
+        query = str(slots.get("search_query", "")).split()
+        kind = str(slots.get("media_class", ""))
+        for lead in (["the", kind], [kind]):
+            if kind and len(query) > len(lead) and query[:len(lead)] == lead:
+                slots["search_query"] = " ".join(query[len(lead):])   # "the playlist x": x
+                break
         item = str(slots.get("item", "")).split()
         if len(item) == 1 and (number_word(item[0]) or item[0] in NUMBER_WORDS
                                or item[0] in _NO_ITEM):
