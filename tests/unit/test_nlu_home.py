@@ -443,6 +443,8 @@ def test_everyday_words_for_full_and_running(model: HomeModel) -> None:
     assert (p.intent, p.slots.get("brightness")) == ("HassLightSet", 100)
     p = home.parse("is the tower fan running")
     assert (p.intent, p.slots.get("state")) == ("HassGetState", "on")
+    p = model.parse("did i remember to close the garage door")
+    assert (p.intent, p.slots.get("state")) == ("HassGetState", "closed")
 
 
 def test_a_name_heard_as_one_word_more_is_put_back() -> None:

@@ -179,6 +179,7 @@ _CLIMATE_WORDS = frozenset(("temperature", "temp", "heat", "heating", "thermosta
                             "ac", "cooling"))
 _KELVIN_WORDS = frozenset(("kelvin", "k", "white", "daylight"))
 _RUNNING = frozenset(("running", "going"))
+_STATE_OF_VERB = {"unlock": "unlocked", "lock": "locked", "close": "closed", "shut": "closed"}
 _NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt", "shouldnt"))
 # the verbs a negation before them takes back ("don't turn off", "do not open")
 _COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "unlock", "start",
@@ -656,9 +657,12 @@ class HomeModel:
             elif isinstance(step, (int, float)) and up != down:
                 slots["volume_step"] = abs(step) if up else -abs(step)   # the words' direction
         said = set(masked)
-        if intent == "HassGetState" and "state" in allowed and "state" not in slots and \
-                said & _RUNNING:
-            slots["state"] = "on"                # "is the tower fan running"
+        if intent == "HassGetState" and "state" in allowed and "state" not in slots:
+            # "is the tower fan running", "did I remember to lock the back door"
+            state = "on" if said & _RUNNING else next(
+                (v for k, v in _STATE_OF_VERB.items() if k in said), None)
+            if state:
+                slots["state"] = state
         if intent == "HassLightSet" and not set(slots) & {"brightness", "color", "temperature"} \
                 and said & _FULL and "brightness" in said:
             slots["brightness"] = 100            # "full brightness"
