@@ -179,6 +179,9 @@ _CLIMATE_WORDS = frozenset(("temperature", "temp", "heat", "heating", "thermosta
                             "ac", "cooling"))
 _KELVIN_WORDS = frozenset(("kelvin", "k", "white", "daylight"))
 _RUNNING = frozenset(("running", "going"))
+# which way a cover goes (Home Assistant: open is HassTurnOn, close HassTurnOff)
+_OPENING = frozenset(("open", "up", "out", "extend", "raise", "lift"))
+_CLOSING = frozenset(("close", "shut", "down", "retract", "lower"))
 _STATE_OF_VERB = {"unlock": "unlocked", "lock": "locked", "close": "closed", "shut": "closed"}
 _NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt", "shouldnt"))
 # the verbs a negation before them takes back ("don't turn off", "do not open")
@@ -609,6 +612,10 @@ class HomeModel:
         # the same request read two ways: the confidence is that of either reading
         if intent in ("HassTurnOn", "HassTurnOff") and cover and number:
             moved = "HassSetPosition"          # "raise the blinds to 60": a position
+        elif intent in ("HassTurnOn", "HassTurnOff") and cover and not number and \
+                bool(said & _OPENING) != bool(said & _CLOSING):
+            # "roll out the awning", "put the blinds down": the words say which way
+            moved = "HassTurnOn" if said & _OPENING else "HassTurnOff"
         elif intent == "HassTurnOn" and light and said & {"close", "shut"}:
             moved = "HassTurnOff"              # "close the light": off (not a cover)
         elif intent in ("HassTurnOn", "HassTurnOff") and _turned(masked) and (
