@@ -414,11 +414,12 @@ def test_a_reading_that_does_not_fit_the_words_is_moved(model: HomeModel, best, 
     per_intent[model._intents.index(best)] = 0.6
     per_intent[model._intents.index("HassTurnOff")] += 0.1
     per_intent[model._intents.index("HassClimateSetTemperature")] += 0.15
-    top, conf = model._fitted(model._intents.index(best), 0.6, per_intent, masked.split())
+    at = model._intents.index(best)
+    top, conf = model._fitted(at, per_intent[at], per_intent, masked.split())
     assert model._intents[top] == fitted
     # moved within one request read two ways: the confidence of either reading
     if fitted not in (best, "HassClimateSetTemperature"):
-        assert conf == pytest.approx(0.6 + per_intent[top])
+        assert conf == pytest.approx(per_intent[at] + per_intent[top])
 
 
 
