@@ -29,6 +29,11 @@ from ..hass import SlotFiller
 from ..numbers import NUMBER_WORDS
 from ..text import normalize_text
 from .lists import ENTITY_SLOTS, HomeLists, Match
+from .words import (
+    BACK, CLIMATE_WORDS, CLOSING, CORRECTIONS, COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN,
+    FULL, ITEM_SAID, KELVIN_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_WORDS, NO_ITEM,
+    OPENING, RUNNING, STARTED, STATE_OF_VERB, TOLD, TURNED, UP, negated, repair_commands,
+    turned_up_or_down)
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
     """``"HassTurnOn|light"`` -> ``("HassTurnOn", {"domain": "light"})``."""
@@ -170,72 +175,6 @@ def is_action(intent: str) -> bool:
     return intent != OTHER and intent not in ANSWERS
 
 
-# device words of covers and of lights, outside the home's names (those are masked)
-_COVER_WORDS = frozenset(("shade", "shades", "blind", "blinds", "curtain", "curtains", "awning",
-                          "awnings", "shutter", "shutters", "drapes", "window", "windows"))
-_LIGHT_WORDS = frozenset(("light", "lights", "lamp", "lamps", "bulb", "bulbs", "lighting",
-                          "@light"))
-_CLIMATE_WORDS = frozenset(("temperature", "temp", "heat", "heating", "thermostat", "degrees",
-                            "ac", "cooling"))
-_KELVIN_WORDS = frozenset(("kelvin", "k", "white", "daylight"))
-_RUNNING = frozenset(("running", "going"))
-# which way a cover goes (Home Assistant: open is HassTurnOn, close HassTurnOff)
-_OPENING = frozenset(("open", "up", "out", "extend", "raise", "lift"))
-_CLOSING = frozenset(("close", "shut", "down", "retract", "lower"))
-_STATE_OF_VERB = {"unlock": "unlocked", "lock": "locked", "close": "closed", "shut": "closed"}
-_NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt", "shouldnt"))
-# the verbs a negation before them takes back ("don't turn off", "do not open")
-_COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "unlock", "start",
-                            "stop", "set", "put", "play", "pause", "add", "remove", "cancel",
-                            "dim", "change", "make", "raise", "lower", "kill", "run", "do"))
-
-
-def _negated(masked: list[str]) -> bool:
-    """A negation before a command verb: "don't turn off the lights" (not "I can't see,
-    turn the lights on")."""
-    return any(w in _NEGATIONS and any(v in _COMMAND_VERBS for v in masked[i + 1:i + 3])
-               for i, w in enumerate(masked))
-
-
-# "I love ...", "we turned ...": said about the home, not asked of it
-_TOLD = frozenset(("love", "like", "hate", "think", "thought", "wonder", "bought", "saw",
-                   "turned", "switched", "opened", "closed", "locked", "unlocked", "noticed",
-                   "heard", "guess", "believe", "hope", "wish", "installed", "painted",
-                   "replaced", "moved", "already"))
-_TURNED = frozenset(("on", "off", "up", "down", "out", "to", "into", "@color"))
-_NO_ITEM = frozenset(("no", "yes", "it", "this", "that", "them", "one", "off", "on", "some"))
-_DETERMINERS = frozenset(("the", "a", "an", "my", "our", "all", "every", "this", "that"))
-_FULL = frozenset(("full", "max", "maximum"))
-_MEDIA_WORDS = frozenset(("tv", "radio", "music", "speaker", "speakers", "stereo", "volume",
-                          "sound", "song"))
-
-
-def _turned(masked: list[str]) -> bool:
-    """"turn up the radio", "turn it down": turned up or down, not on or off."""
-    said = set(masked)
-    return "turn" in said and bool(said & {"up", "down"}) and not said & {"on", "off"}
-
-
-# a device turned on that has its own start: the vacuum cleans, the mower mows
-_STARTED = {"vacuum": "HassVacuumStart", "lawn_mower": "HassLawnMowerStartMowing"}
-# a speaker correcting the device or room just said
-_CORRECTIONS = (("i", "mean"), ("i", "meant"), ("no", "wait"), ("sorry",), ("or", "rather"))
-# a pronoun that points back at a device or area named in an earlier clause
-_BACK = frozenset(("it", "them", "those"))
-# "we're out of olive oil" / "I need to buy eggs": the item a list request then calls "it"
-_ITEM_SAID = re.compile(
-    r"^(?:(?:we|i)\s+)?(?:(?:were|weve|ive|im|are|have|just|also|almost|nearly)\s+)*"
-    r"(?:need(?:\s+to\s+(?:buy|get))?|(?:ran|run|running)\s+out\s+of|out\s+of|want|"
-    r"(?:should|have\s+to|must|gotta|got\s+to)\s+(?:buy|get)|got|bought|picked\s+up|found)"
-    r"\s+(?:some\s+|more\s+|the\s+)?"
-    r"(?P<item>.+)$")
-_MAX_SAID_ITEM = 4
-_DEVICE_WORDS = _LIGHT_WORDS | _COVER_WORDS | frozenset(("fan", "fans", "tv", "speaker",
-                                                         "speakers", "heater", "door", "doors"))
-_UP = frozenset(("louder", "up", "raise", "increase", "higher", "crank", "pump", "boost"))
-_DOWN = frozenset(("quieter", "softer", "down", "lower", "decrease", "reduce", "quiet"))
-
-
 def spoken_units(words: list[str]) -> list[str]:
     """ "an hour" -> "1 hour", "a minute and a half" -> "1 minute and a half"."""
     out = list(words)
@@ -354,29 +293,6 @@ def _measure(word: str) -> bool:
                 or word in _NOT_MEASURE or word.startswith(("@", "<")) or number_word(word))
 
 
-# How Whisper writes "unpause" and "unlock", words rare in its training text, at the start
-# of a command: as the opposite command ("and pause", "I'm pause", "and lock"). Nobody
-# starts a request with these.
-_UN_HEARD = (*((heard, "unpause") for heard in (
-                 ("and", "pause"), ("im", "pause"), ("i", "m", "pause"), ("um", "pause"),
-                 ("un", "pause"), ("an", "pause"))),
-             *((heard, "unlock") for heard in (("and", "lock"), ("an", "lock"), ("un", "lock"))))
-# and the "-ed" of a state at the end of a question, lost before the pause ("is the garden
-# gate lock", "is the skylight close")
-_STATE_HEARD = {"lock": "locked", "unlock": "unlocked", "close": "closed"}
-
-
-def repair_commands(words: list[str]) -> list[str]:
-    """``words`` with a misheard leading "unpause" or "unlock", or a question's last
-    "locked" or "closed", put back."""
-    for heard, meant in _UN_HEARD:
-        if tuple(words[:len(heard)]) == heard:
-            return [meant, *words[len(heard):]]
-    if len(words) > 2 and words[0] in ("is", "are") and words[-1] in _STATE_HEARD:
-        return [*words[:-1], _STATE_HEARD[words[-1]]]
-    return words
-
-
 _CLAUSE = re.compile(r"[,;.!?]+\s")        # (a decimal point is no clause boundary)
 
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
@@ -460,7 +376,7 @@ class HomeModel:
         the desk fan" -> "turn off the desk fan"; unchanged when it has none."""
         words = normalize_text(text).split()
         for k in range(1, len(words)):
-            marker = next((m for m in _CORRECTIONS if tuple(words[k:k + len(m)]) == m), None)
+            marker = next((m for m in CORRECTIONS if tuple(words[k:k + len(m)]) == m), None)
             if marker is None:
                 continue
             before, after = words[:k], words[k + len(marker):]
@@ -478,11 +394,11 @@ class HomeModel:
         devices the clause names by kind alone ("it's dark in the den, turn the lights
         on" -> "... lights on in the den"); unchanged when there is none."""
         words = normalize_text(clause).split()
-        at = next((i for i, w in enumerate(words) if w in _BACK), None)
+        at = next((i for i, w in enumerate(words) if w in BACK), None)
         found_here = self.lists.matches(words)
         # "we need olive oil, put it on the shopping list": the item, said before
-        said = _ITEM_SAID.match(normalize_text(before[-1]))
-        if at is not None and said and len(said["item"].split()) <= _MAX_SAID_ITEM and (
+        said = ITEM_SAID.match(normalize_text(before[-1]))
+        if at is not None and said and len(said["item"].split()) <= MAX_SAID_ITEM and (
                 "list" in words or any(m.domain == "todo" for m in found_here)):
             return " ".join([*words[:at], said["item"], *words[at + 1:]])
         if found_here:
@@ -491,14 +407,14 @@ class HomeModel:
         if at is None:
             # "it's too dark in the kitchen, turn the lights on": the room said before
             areas = [m for m in self.lists.matches(earlier) if m.slot == "area"]
-            if not areas or not _DEVICE_WORDS.intersection(words):
+            if not areas or not DEVICE_WORDS.intersection(words):
                 return clause
             return " ".join([*words, "in", "the", *earlier[areas[-1].start:areas[-1].end]])
         found = self.lists.matches(earlier)
         if not found:
             return clause
         m = found[-1]
-        end = m.end + (m.end < len(earlier) and earlier[m.end] in _DEVICE_WORDS)
+        end = m.end + (m.end < len(earlier) and earlier[m.end] in DEVICE_WORDS)
         return " ".join([*words[:at], "the", *earlier[m.start:end], *words[at + 1:]])
 
     def _parse(self, text: str) -> HomeParse:
@@ -536,7 +452,7 @@ class HomeModel:
         rows = [i for i, (name, _) in enumerate(self._intent_of) if name == intent]
         # not the domain of the other kind of device the request names ("close the light")
         said = set(masked)
-        light, cover = bool(said & _LIGHT_WORDS), bool(said & _COVER_WORDS or "@cover" in said)
+        light, cover = bool(said & LIGHT_WORDS), bool(said & COVER_WORDS or "@cover" in said)
         other = "cover" if light and not cover else "light" if cover and not light else ""
         rows = [i for i in rows if self._intent_of[i][1].get("domain") != other] or rows
         _, fixed = self._intent_of[max(rows, key=lambda i: probs[i])]
@@ -544,7 +460,7 @@ class HomeModel:
         slots = self._slots(intent, label, text, found, masked)
         step = slots.get("volume_step")
         if intent == "HassSetVolumeRelative" and isinstance(step, (int, float)) and \
-                "by" not in masked and not set(masked) & (_UP | _DOWN):
+                "by" not in masked and not set(masked) & (UP | DOWN):
             intent = "HassSetVolume"             # "volume 40 percent": a level, not a step
             slots.pop("volume_step")
             slots["volume_level"] = abs(step)    # a level has no direction
@@ -576,11 +492,11 @@ class HomeModel:
     def _unsaid(self, intent: str, masked: list[str]) -> bool:
         """What to do is not asked, said, or heard: a negation ("don't turn it off"), a
         statement ("I love the new chandelier", "I turned the heater off"), a reminder, a
-        name alone ("hanging bulb"), "turn"
-        with no way to turn ("turn the floor lamp paint": on? pink?), or a verb the model
-        never saw before what it acts on ("ose the laundry timer": pause? close?)."""
+        reading against the words on/off, "turn" with no way to turn ("turn the floor lamp
+        paint": on? pink?), a name alone ("hanging bulb"), or a verb the model never saw
+        before what it acts on ("ose the laundry timer": pause? close?)."""
         first, then = masked[0], masked[1] if len(masked) > 1 else ""
-        if _negated(masked) or first in ("i", "we") and then in _TOLD or \
+        if negated(masked) or first in ("i", "we") and then in TOLD or \
                 tuple(masked[:2]) == ("remind", "me"):
             return True            # "don't turn off the lights", "I love the chandelier"
         said = set(masked)
@@ -588,11 +504,11 @@ class HomeModel:
                 intent == "HassTurnOff" and "on" in said and "off" not in said:
             return True            # the reading says the opposite of the words
         if intent in ("HassTurnOn", "HassTurnOff") and "turn" in masked and \
-                not _TURNED.intersection(masked):
-            return True
+                not TURNED.intersection(masked):
+            return True            # "turn the floor lamp paint"
         return all(w.startswith("@") for w in masked) or not (
             first in self.vocab or first.startswith("@") or number_word(first)) and (
-            then in _DETERMINERS or then.startswith("@"))
+            then in DETERMINERS or then.startswith("@"))
 
     def _fitted(self, top: int, confidence: float, per_intent: np.ndarray, masked: list[str]
                 ) -> tuple[int, float]:
@@ -601,11 +517,11 @@ class HomeModel:
         a number, a media player turned up, a cover moved to no position, a vacuum or mower
         turned on."""
         intent, said = self._intents[top], set(masked)
-        light = bool(said & _LIGHT_WORDS)
-        cover = not light and bool(said & _COVER_WORDS or "@cover" in said)
+        light = bool(said & LIGHT_WORDS)
+        cover = not light and bool(said & COVER_WORDS or "@cover" in said)
         number = any(number_word(w) or w in NUMBER_WORDS and w != "one" for w in masked)
         if intent == "HassLightSet" and not light and (
-                cover or said & _CLIMATE_WORDS and not said & _KELVIN_WORDS):
+                cover or said & CLIMATE_WORDS and not said & KELVIN_WORDS):
             # "set the shades to 40 percent", "make the bedroom temperature 20": no light
             top = int(np.where(self._light_set, -1.0, per_intent).argmax())
             return top, float(per_intent[top])
@@ -613,18 +529,18 @@ class HomeModel:
         if intent in ("HassTurnOn", "HassTurnOff") and cover and number:
             moved = "HassSetPosition"          # "raise the blinds to 60": a position
         elif intent in ("HassTurnOn", "HassTurnOff") and cover and not number and \
-                bool(said & _OPENING) != bool(said & _CLOSING):
+                bool(said & OPENING) != bool(said & CLOSING):
             # "roll out the awning", "put the blinds down": the words say which way
-            moved = "HassTurnOn" if said & _OPENING else "HassTurnOff"
+            moved = "HassTurnOn" if said & OPENING else "HassTurnOff"
         elif intent == "HassTurnOn" and light and said & {"close", "shut"}:
             moved = "HassTurnOff"              # "close the light": off (not a cover)
-        elif intent in ("HassTurnOn", "HassTurnOff") and _turned(masked) and (
-                "@media_player" in said or said & _MEDIA_WORDS):
+        elif intent in ("HassTurnOn", "HassTurnOff") and turned_up_or_down(masked) and (
+                "@media_player" in said or said & MEDIA_WORDS):
             moved = "HassSetVolumeRelative"    # "turn up the radio": louder, not on
         elif intent == "HassSetPosition" and not number:
             moved = max(("HassTurnOn", "HassTurnOff"), key=lambda i: per_intent[self._index(i)])
         elif intent == "HassTurnOn":
-            moved = next((_STARTED[d] for d in _STARTED if f"@{d}" in said), intent)
+            moved = next((STARTED[d] for d in STARTED if f"@{d}" in said), intent)
         else:
             return top, confidence
         if moved == intent or moved not in self._intents:
@@ -658,7 +574,7 @@ class HomeModel:
             slots.update((k, typed(v)) for k, v in filled if k not in ENTITY_SLOTS and k in fits)
         if intent == "HassSetVolumeRelative":
             said, step = set(masked), slots.get("volume_step")
-            up, down = bool(said & _UP), bool(said & _DOWN)
+            up, down = bool(said & UP), bool(said & DOWN)
             if step is None and up != down:
                 slots["volume_step"] = "up" if up else "down"
             elif isinstance(step, (int, float)) and up != down:
@@ -666,12 +582,12 @@ class HomeModel:
         said = set(masked)
         if intent == "HassGetState" and "state" in allowed and "state" not in slots:
             # "is the tower fan running", "did I remember to lock the back door"
-            state = "on" if said & _RUNNING else next(
-                (v for k, v in _STATE_OF_VERB.items() if k in said), None)
+            state = "on" if said & RUNNING else next(
+                (v for k, v in STATE_OF_VERB.items() if k in said), None)
             if state:
                 slots["state"] = state
         if intent == "HassLightSet" and not set(slots) & {"brightness", "color", "temperature"} \
-                and said & _FULL and "brightness" in said:
+                and said & FULL and "brightness" in said:
             slots["brightness"] = 100            # "full brightness"
         for m in found:
             if m.slot in allowed and m.slot not in slots:
@@ -685,6 +601,6 @@ class HomeModel:
                 break
         item = str(slots.get("item", "")).split()
         if len(item) == 1 and (number_word(item[0]) or item[0] in NUMBER_WORDS
-                               or item[0] in _NO_ITEM):
+                               or item[0] in NO_ITEM):
             del slots["item"]      # "check no off the list", "check off 10": misheard
         return slots

@@ -38,7 +38,8 @@ _SYNONYMS = {
 
 # a synonym that means another request beside these words: to stop a timer is to cancel
 # it (Home Assistant's HassCancelTimer), not to pause it as "stop the music" does
-_NOT_BESIDE = {("stop",): frozenset(("timer", "timers", "countdown"))}
+_NOT_BESIDE: dict[tuple[str, ...], frozenset[str]] = {
+    ("stop",): frozenset(("timer", "timers", "countdown"))}
 
 
 def _synonym(words: list[str], rng: random.Random) -> list[str]:
