@@ -7,11 +7,11 @@ import re
 
 # device words of covers and of lights, outside the home's names (those are masked)
 COVER_WORDS = frozenset(("shade", "shades", "blind", "blinds", "curtain", "curtains", "awning",
-                          "awnings", "shutter", "shutters", "drapes", "window", "windows"))
+                         "awnings", "shutter", "shutters", "drapes", "window", "windows"))
 LIGHT_WORDS = frozenset(("light", "lights", "lamp", "lamps", "bulb", "bulbs", "lighting",
-                          "@light"))
+                         "@light"))
 CLIMATE_WORDS = frozenset(("temperature", "temp", "heat", "heating", "thermostat", "degrees",
-                            "ac", "cooling"))
+                           "ac", "cooling"))
 KELVIN_WORDS = frozenset(("kelvin", "k", "white", "daylight"))
 RUNNING = frozenset(("running", "going"))
 # which way a cover goes (Home Assistant: open is HassTurnOn, close HassTurnOff)
@@ -21,8 +21,8 @@ STATE_OF_VERB = {"unlock": "unlocked", "lock": "locked", "close": "closed", "shu
 NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt", "shouldnt"))
 # the verbs a negation before them takes back ("don't turn off", "do not open")
 COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "unlock", "start",
-                            "stop", "set", "put", "play", "pause", "add", "remove", "cancel",
-                            "dim", "change", "make", "raise", "lower", "kill", "run", "do"))
+                           "stop", "set", "put", "play", "pause", "add", "remove", "cancel",
+                           "dim", "change", "make", "raise", "lower", "kill", "run", "do"))
 
 
 def negated(masked: list[str]) -> bool:
@@ -34,15 +34,15 @@ def negated(masked: list[str]) -> bool:
 
 # "I love ...", "we turned ...": said about the home, not asked of it
 TOLD = frozenset(("love", "like", "hate", "think", "thought", "wonder", "bought", "saw",
-                   "turned", "switched", "opened", "closed", "locked", "unlocked", "noticed",
-                   "heard", "guess", "believe", "hope", "wish", "installed", "painted",
-                   "replaced", "moved", "already"))
+                  "turned", "switched", "opened", "closed", "locked", "unlocked", "noticed",
+                  "heard", "guess", "believe", "hope", "wish", "installed", "painted",
+                  "replaced", "moved", "already"))
 TURNED = frozenset(("on", "off", "up", "down", "out", "to", "into", "@color"))
 NO_ITEM = frozenset(("no", "yes", "it", "this", "that", "them", "one", "off", "on", "some"))
 DETERMINERS = frozenset(("the", "a", "an", "my", "our", "all", "every", "this", "that"))
 FULL = frozenset(("full", "max", "maximum"))
 MEDIA_WORDS = frozenset(("tv", "radio", "music", "speaker", "speakers", "stereo", "volume",
-                          "sound", "song"))
+                         "sound", "song"))
 
 
 def turned_up_or_down(masked: list[str]) -> bool:
@@ -66,19 +66,18 @@ ITEM_SAID = re.compile(
     r"(?P<item>.+)$")
 MAX_SAID_ITEM = 4
 DEVICE_WORDS = LIGHT_WORDS | COVER_WORDS | frozenset(("fan", "fans", "tv", "speaker",
-                                                         "speakers", "heater", "door", "doors"))
+                                                        "speakers", "heater", "door", "doors"))
 UP = frozenset(("louder", "up", "raise", "increase", "higher", "crank", "pump", "boost"))
 DOWN = frozenset(("quieter", "softer", "down", "lower", "decrease", "reduce", "quiet"))
-
 
 
 # How Whisper writes "unpause" and "unlock", words rare in its training text, at the start
 # of a command: as the opposite command ("and pause", "I'm pause", "and lock"). Nobody
 # starts a request with these.
 UN_HEARD = (*((heard, "unpause") for heard in (
-                 ("and", "pause"), ("im", "pause"), ("i", "m", "pause"), ("um", "pause"),
-                 ("un", "pause"), ("an", "pause"))),
-             *((heard, "unlock") for heard in (("and", "lock"), ("an", "lock"), ("un", "lock"))))
+                ("and", "pause"), ("im", "pause"), ("i", "m", "pause"), ("um", "pause"),
+                ("un", "pause"), ("an", "pause"))),
+            *((heard, "unlock") for heard in (("and", "lock"), ("an", "lock"), ("un", "lock"))))
 # and the "-ed" of a state at the end of a question, lost before the pause ("is the garden
 # gate lock", "is the skylight close")
 STATE_HEARD = {"lock": "locked", "unlock": "unlocked", "close": "closed"}
