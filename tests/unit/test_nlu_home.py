@@ -511,3 +511,39 @@ def test_a_correction_a_room_said_before_and_the_device_named(model: HomeModel) 
     assert (p.intent, p.slots.get("domain")) == ("HassTurnOff", "light")
     p = model.parse("play the playlist dinner party on the kitchen radio")
     assert p.slots.get("search_query") == "dinner party"
+
+
+def test_the_words_that_say_a_request_is_not_one() -> None:
+    from edge_runtime.nlu.home.words import asked, commanded, renumbered, told
+
+    def said(text):
+        from edge_runtime.nlu.text import normalize_text
+        return normalize_text(text).split()
+    for text in ("front door locked?", "the fan is off now, yeah", "the lamp's on, isn't it"):
+        assert asked(text, said(text)), text
+    for text in ("can you turn on the lights?", "turn on the lights", "please lock up?"):
+        assert not asked(text, said(text)), text
+    assert commanded("close the roller door, not the roller shade") == "close the roller door"
+    assert commanded("turn the lamp off, the fan can stay on") == "turn the lamp off"
+    assert commanded("lock the cat flap because the fox was here") == "lock the cat flap"
+    assert commanded("it's hot in the den so put the fan on") == "put the fan on"
+    assert commanded("leave the lamp on and switch off the fan") == "switch off the fan"
+    assert commanded("turn off the lights so i can sleep") == "turn off the lights so i can sleep"
+    assert renumbered("set the volume to 30, no, make it 20") == "set the volume to 20"
+    assert renumbered("set the light to 50 percent") is None
+    assert told("i turned the heater off".split()) and told("the door was open".split())
+    assert told("remind me to lock up".split()) and not told("turn the heater off".split())
+
+
+def test_statements_tags_and_reasons_in_parsing(model: HomeModel) -> None:
+    for text in ("the garage door was open all night", "i already locked the garage door",
+                 "the garage door is open, right?"):
+        p = model.parse(text)
+        assert not (p.accepted and p.intent in ("HassTurnOn", "HassTurnOff")), text
+    p = model.parse("the kitchen radio is too quiet")
+    assert (p.intent, p.slots.get("volume_step")) == ("HassSetVolumeRelative", "up")
+    p = model.parse("close the garage door, it is cold outside")
+    assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOff", "garage door", True)
+    p = model.parse("set the kitchen radio volume to 30, no, make it 20")
+    assert p.slots.get("volume_level") == 20
+    assert not model.parse("how long is left on this song").accepted

@@ -30,10 +30,12 @@ from ..numbers import NUMBER_WORDS
 from ..text import normalize_text
 from .lists import ENTITY_SLOTS, HomeLists, Match
 from .words import (
-    BACK, CLIMATE_WORDS, CLOSING, CORRECTIONS, COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN,
-    FULL, ITEM_SAID, KELVIN_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_WORDS, NO_ITEM,
-    OPENING, RUNNING, STARTED, STATE_OF_VERB, TOLD, TURNED, UP, negated, repair_commands,
-    turned_up_or_down)
+    BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, COVER_WORDS, DETERMINERS,
+    DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, LIGHT_WORDS, MAX_SAID_ITEM,
+    MEDIA_ITEMS, MEDIA_WORDS, NO_ITEM, OPENING, RUNNING, STARTED, STATE_OF_VERB,
+    TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked, commanded, negated, renumbered,
+    repair_commands, told, turned_up_or_down)
+
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
     """``"HassTurnOn|light"`` -> ``("HassTurnOn", {"domain": "light"})``."""
@@ -359,7 +361,7 @@ class HomeModel:
         turn the space heater off") is read whole, and its last clause alone: the command
         comes last, after what it is about, and the last clause wins when it alone is a
         clear action and the whole is not, or is another request less surely."""
-        text = self._corrected(text)
+        text = self._corrected(commanded(text))
         whole = self._parse(text)
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
         if len(clauses) < 2:
@@ -369,11 +371,23 @@ class HomeModel:
                 not whole.accepted or last.intent == whole.intent
                 or last.confidence > whole.confidence):
             return last
+        if not (whole.accepted and is_action(whole.intent)) and \
+                not asked(text, normalize_text(text).split()):
+            # "close the drapes, the sun is on the screen": the command, then its reason
+            # (a first clause that is a command: it begins with the verb)
+            head = normalize_text(clauses[0]).split()[:1]
+            first = self._parse(clauses[0])
+            if head and head[0] in COMMAND_VERBS and first.accepted and is_action(first.intent):
+                return first
         return whole
 
     def _corrected(self, text: str) -> str:
         """``text`` with a spoken self-correction applied: "turn off the desk lamp, I mean
-        the desk fan" -> "turn off the desk fan"; unchanged when it has none."""
+        the desk fan" -> "turn off the desk fan", "set the volume to 30, no, 20" -> "set the
+        volume to 20"; unchanged when it has none."""
+        fixed = renumbered(text)
+        if fixed is not None:
+            return fixed
         words = normalize_text(text).split()
         for k in range(1, len(words)):
             marker = next((m for m in CORRECTIONS if tuple(words[k:k + len(m)]) == m), None)
@@ -394,7 +408,8 @@ class HomeModel:
         devices the clause names by kind alone ("it's dark in the den, turn the lights
         on" -> "... lights on in the den"); unchanged when there is none."""
         words = normalize_text(clause).split()
-        at = next((i for i, w in enumerate(words) if w in BACK), None)
+        # (a pronoun that begins the clause is its subject: "it rained all night")
+        at = next((i for i, w in enumerate(words) if w in BACK and i > 0), None)
         found_here = self.lists.matches(words)
         # "we need olive oil, put it on the shopping list": the item, said before
         said = ITEM_SAID.match(normalize_text(before[-1]))
@@ -439,7 +454,7 @@ class HomeModel:
                 best = (float(per_intent[top]), top, probs, per_intent, found, masked)
         assert best is not None
         confidence, top, probs, per_intent, found, masked = best
-        question = words[0] in QUESTION_STARTS
+        question = words[0] in QUESTION_STARTS or asked(text, words)
         if question and is_action(self._intents[top]):
             top = int(np.where(self._is_action, -1.0, per_intent).argmax())
             confidence = float(per_intent[top])
@@ -486,19 +501,24 @@ class HomeModel:
             missing = ("timer",)       # "pause this": the music, or a timer?
         return HomeParse(intent, confidence, slots,
                          accepted=confidence >= self.threshold(intent) and not missing
+                         and not told(masked) and not self._elsewhere(intent, masked)
                          and not (is_action(intent) and (question or self._unsaid(intent, masked))),
                          missing=missing, runner_up=second)
 
+    @staticmethod
+    def _elsewhere(intent: str, masked: list[str]) -> bool:
+        """A timer request about the music ("how long is left on this song")."""
+        return intent in TIMER_INTENTS and bool(MEDIA_ITEMS.intersection(masked)) and \
+            not _TIMER_WORDS.intersection(masked)
+
     def _unsaid(self, intent: str, masked: list[str]) -> bool:
         """What to do is not asked, said, or heard: a negation ("don't turn it off"), a
-        statement ("I love the new chandelier", "I turned the heater off"), a reminder, a
         reading against the words on/off, "turn" with no way to turn ("turn the floor lamp
         paint": on? pink?), a name alone ("hanging bulb"), or a verb the model never saw
         before what it acts on ("ose the laundry timer": pause? close?)."""
         first, then = masked[0], masked[1] if len(masked) > 1 else ""
-        if negated(masked) or first in ("i", "we") and then in TOLD or \
-                tuple(masked[:2]) == ("remind", "me"):
-            return True            # "don't turn off the lights", "I love the chandelier"
+        if negated(masked):
+            return True            # "don't turn off the lights"
         said = set(masked)
         if intent == "HassTurnOn" and "off" in said and "on" not in said or \
                 intent == "HassTurnOff" and "on" in said and "off" not in said:
@@ -575,6 +595,8 @@ class HomeModel:
         if intent == "HassSetVolumeRelative":
             said, step = set(masked), slots.get("volume_step")
             up, down = bool(said & UP), bool(said & DOWN)
+            if "too" in said:            # "the tv is too quiet": up; "too loud": down
+                up, down = bool(said & DOWN), bool(said & (UP | TOO_LOUD))
             if step is None and up != down:
                 slots["volume_step"] = "up" if up else "down"
             elif isinstance(step, (int, float)) and up != down:
@@ -582,8 +604,10 @@ class HomeModel:
         said = set(masked)
         if intent == "HassGetState" and "state" in allowed and "state" not in slots:
             # "is the tower fan running", "did I remember to lock the back door"
+            cover = bool(said & COVER_WORDS or "@cover" in said)
             state = "on" if said & RUNNING else next(
-                (v for k, v in STATE_OF_VERB.items() if k in said), None)
+                (v for k, v in STATE_OF_VERB.items() if k in said), None) or (
+                cover and ("closed" if "down" in said else "open" if "up" in said else None))
             if state:
                 slots["state"] = state
         if intent == "HassLightSet" and not set(slots) & {"brightness", "color", "temperature"} \

@@ -18,7 +18,12 @@ RUNNING = frozenset(("running", "going"))
 OPENING = frozenset(("open", "up", "out", "extend", "raise", "lift"))
 CLOSING = frozenset(("close", "shut", "down", "retract", "lower"))
 STATE_OF_VERB = {"unlock": "unlocked", "lock": "locked", "close": "closed", "shut": "closed"}
-NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt", "shouldnt"))
+NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt", "shouldnt",
+                       "no"))
+# said of the past: a statement about the home, not a request of it ("the front door was
+# unlocked all night", "the timer went off ages ago")
+# ("were" is not among them: it is also how "we're" is written without its apostrophe)
+PAST = frozenset(("was", "yesterday", "ago", "earlier", "already"))
 # the verbs a negation before them takes back ("don't turn off", "do not open")
 COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "unlock", "start",
                            "stop", "set", "put", "play", "pause", "add", "remove", "cancel",
@@ -26,10 +31,80 @@ COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "u
 
 
 def negated(masked: list[str]) -> bool:
-    """A negation before a command verb: "don't turn off the lights" (not "I can't see,
-    turn the lights on")."""
-    return any(w in NEGATIONS and any(v in COMMAND_VERBS for v in masked[i + 1:i + 3])
+    """A negation before a command verb: "don't turn off the lights", "no need to unlock
+    the gate", "I'm not going to open it" (not "I can't see, turn the lights on")."""
+    return any(w in NEGATIONS and any(v in COMMAND_VERBS for v in masked[i + 1:i + 5])
                for i, w in enumerate(masked))
+
+
+# a statement ended as a question ("front door locked?", "the fan is off now, yeah?"), but
+# not a polite request ("can you turn the lights on?")
+_TAGS = (("right",), ("yeah",), ("isnt", "it"), ("arent", "they"), ("is", "it"), ("are", "they"),
+         ("isnt", "he"), ("innit",), ("correct",))
+_ASKING = frozenset(("can", "could", "would", "will", "please", "may", "might", "cant", "wont",
+                     "lets", "why"))
+
+
+def asked(text: str, words: list[str]) -> bool:
+    """``text`` asks (it ends in a question mark or a tag) rather than requests."""
+    if not words or words[0] in _ASKING or "please" in words:
+        return False
+    return text.rstrip().endswith("?") and len(words) > 1 or \
+        any(tuple(words[-len(tag):]) == tag for tag in _TAGS)
+
+
+# a clause that takes its device out of the request ("close the roller door, not the
+# shade", "turn the lamp off, the fan can stay on"), and words that join a command to its
+# reason ("lock the cat flap because the fox was in the kitchen": the command first; "it's
+# hot in the den so put the fan on": the command after)
+_SPARED = re.compile(r"[,;]\s*(?:but\s+)?(?:not\b|leave\b|keep\b|dont\s+bother\b|don't\s+bother\b)"
+                     r"[^,;]*$|[,;][^,;]*\b(?:can|should|may)\s+stay\b[^,;]*$", re.I)
+_REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$", re.I)
+_REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+you\s+)?"
+                            r"(?:turn|switch|put|set|open|close|shut|lock|unlock|start|stop|"
+                            r"play|pause|dim|make|raise|lower)\b)", re.I)
+
+
+_SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+(?:on|off|open|closed)"
+                            r"\s*(?:,\s*(?:and|but)?|and|but)\s+", re.I)
+
+
+def commanded(text: str) -> str:
+    """``text`` without the clause that spares a device or the reason around the command."""
+    bare = _SPARED_BEFORE.sub("", _SPARED.sub("", text))
+    bare = _REASON_AFTER.sub("", bare)
+    return _REASON_BEFORE.sub("", bare) or text
+
+
+# "set the volume to 30, no, 20", "21, no, make it 22": the number said last is meant
+_RENUMBER = re.compile(r"^(?P<head>.*?)(?P<old>\d+(?:\.\d+)?)(?P<unit>\s*(?:percent|%|degrees)?)"
+                       r"[,.]?\s+(?:no|sorry|i\s+mean|actually)[,.]?\s+(?:make\s+it\s+)?"
+                       r"(?P<new>\d+(?:\.\d+)?)\s*(?:percent|%|degrees)?\s*[.!]?$", re.I)
+
+
+def renumbered(text: str) -> str | None:
+    """``text`` with a corrected number put in place of the first, or None."""
+    m = _RENUMBER.match(text.strip())
+    if m is None:
+        return None
+    return f"{m['head']}{m['new']}{m['unit']}"
+
+
+# timer requests, and the media a timer request may really be about
+TIMER_INTENTS = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer",
+                           "HassDecreaseTimer", "HassPauseTimer", "HassUnpauseTimer",
+                           "HassTimerStatus", "HassCancelAllTimers"))
+MEDIA_ITEMS = frozenset(("song", "track", "album", "episode", "movie", "film", "podcast",
+                         "music", "show", "playlist"))
+TOO_LOUD = frozenset(("loud", "noisy"))
+
+
+def told(masked: list[str]) -> bool:
+    """A statement about the home, not a request of it: "I love the new chandelier",
+    "I turned the heater off", "the front door was unlocked all night", a reminder."""
+    first, then = (masked + ["", ""])[:2]
+    return first in ("i", "we") and then in TOLD or (first, then) == ("remind", "me") or \
+        bool(PAST.intersection(masked))
 
 
 # "I love ...", "we turned ...": said about the home, not asked of it

@@ -40,6 +40,7 @@ from ...home.lists import ENTITY_SLOTS, HomeLists
 from ...home.model import (CLASSIFIER_FILE, EDGE_WORDS, HOME_FILE, HOME_FORMAT, OTHER, HomeModel,
                     features, plain_text, wild_keys)
 from ...home.model import QUESTION_STARTS, split_label
+from ...home.words import TIMER_INTENTS
 from .sample import WILDCARDS, Sampler, Sentence
 from .sgd import train_sparse
 from ...home.serve import model_dir
@@ -129,11 +130,6 @@ def _training_set(rows: list[Sentence], other: list[list[str]], rng: random.Rand
 _ITEM_LISTS = ("shopping_list_item", "todo_list_item")
 
 
-_TIMER_INTENTS = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer",
-                            "HassDecreaseTimer", "HassPauseTimer", "HassUnpauseTimer",
-                            "HassTimerStatus"))
-
-
 def _extra_item_rows() -> list[Sentence]:
     """The hand-written phrasings whose item is one of the sampler's sample items ("we are out
     of coffee add it to the shopping list"), or whose timer is named by one of its sample
@@ -149,7 +145,7 @@ def _extra_item_rows() -> list[Sentence]:
         intent = split_label(label)[0]
         if intent in _ITEM_INTENTS:
             slot, values, after = "item", items, None
-        elif intent in _TIMER_INTENTS:
+        elif intent in TIMER_INTENTS:
             slot, values, after = "name", timers, "timer"
         else:
             continue
