@@ -4,7 +4,8 @@
 start; about 40 s on one core) samples every English template of the pinned
 ``home-assistant-intents`` (``sample.Sampler``), rewrites them toward natural speech
 (``augment.variant``), adds the built-in non-home intents' examples as ``oos`` and the
-hand-written everyday phrasings (``extra.yaml``, ``phrasings.yaml``, ``everyday.yaml``),
+hand-written everyday phrasings (``extra.yaml``, ``phrasings.yaml``, ``everyday.yaml``, and
+``statements.yaml``: remarks about the home that are no request, as ``oos``),
 and trains the masked-n-gram classifier (``sgd.train_sparse``). Honest, cross-fitted
 calibration: each intent's templates are dealt into three folds, each fold is parsed by a model
 trained without it, and each intent's threshold is the lowest confidence at which those answers on
@@ -84,7 +85,8 @@ def _other_rows(home: HomeLists) -> list[list[str]]:
 _ITEM_INTENTS = frozenset(("HassShoppingListAddItem", "HassShoppingListCompleteItem",
                            "HassListAddItem", "HassListCompleteItem", "HassListRemoveItem"))
 EXTRA_FILES = tuple(Path(__file__).with_name(n)
-                    for n in ("extra.yaml", "phrasings.yaml", "everyday.yaml"))
+                    for n in ("extra.yaml", "phrasings.yaml", "everyday.yaml",
+                              "statements.yaml"))
 
 
 def _extra_rows() -> list[tuple[list[str], str]]:
