@@ -505,6 +505,8 @@ def test_a_negation_or_statement_in_another_clause_leaves_the_command(model: Hom
 def test_a_correction_a_room_said_before_and_the_device_named(model: HomeModel) -> None:
     assert model.parse("turn off the sofa lamp, i mean the kitchen radio").slots.get(
         "name") == "kitchen radio"
+    assert model.parse("turn off the sofa lamp, no, the kitchen radio").slots.get(
+        "name") == "kitchen radio"
     p = model.parse("it's dark in the study, turn the lights on")
     assert (p.intent, p.slots.get("area"), p.accepted) == ("HassTurnOn", "study", True)
     p = model.parse("close the light in the kitchen")

@@ -129,7 +129,8 @@ def turned_up_or_down(masked: list[str]) -> bool:
 # a device turned on that has its own start: the vacuum cleans, the mower mows
 STARTED = {"vacuum": "HassVacuumStart", "lawn_mower": "HassLawnMowerStartMowing"}
 # a speaker correcting the device or room just said
-CORRECTIONS = (("i", "mean"), ("i", "meant"), ("no", "wait"), ("sorry",), ("or", "rather"))
+CORRECTIONS = (("i", "mean"), ("i", "meant"), ("no", "wait"), ("sorry",), ("or", "rather"),
+               ("no",))
 # a pronoun that points back at a device or area named in an earlier clause
 BACK = frozenset(("it", "them", "those"))
 # "we're out of olive oil" / "I need to buy eggs": the item a list request then calls "it"
