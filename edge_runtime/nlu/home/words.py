@@ -63,8 +63,6 @@ _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$", re.I)
 _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+you\s+)?"
                             r"(?:turn|switch|put|set|open|close|shut|lock|unlock|start|stop|"
                             r"play|pause|dim|make|raise|lower)\b)", re.I)
-
-
 _SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+(?:on|off|open|closed)"
                             r"\s*(?:,\s*(?:and|but)?|and|but)\s+", re.I)
 
@@ -99,6 +97,13 @@ MEDIA_ITEMS = frozenset(("song", "track", "album", "episode", "movie", "film", "
 TOO_LOUD = frozenset(("loud", "noisy"))
 
 
+# "I love ...", "we turned ...": said about the home, not asked of it
+TOLD = frozenset(("love", "like", "hate", "think", "thought", "wonder", "bought", "saw",
+                  "turned", "switched", "opened", "closed", "locked", "unlocked", "noticed",
+                  "heard", "guess", "believe", "hope", "wish", "installed", "painted",
+                  "replaced", "moved", "already"))
+
+
 def told(masked: list[str]) -> bool:
     """A statement about the home, not a request of it: "I love the new chandelier",
     "I turned the heater off", "the front door was unlocked all night", a reminder."""
@@ -107,11 +112,6 @@ def told(masked: list[str]) -> bool:
         bool(PAST.intersection(masked))
 
 
-# "I love ...", "we turned ...": said about the home, not asked of it
-TOLD = frozenset(("love", "like", "hate", "think", "thought", "wonder", "bought", "saw",
-                  "turned", "switched", "opened", "closed", "locked", "unlocked", "noticed",
-                  "heard", "guess", "believe", "hope", "wish", "installed", "painted",
-                  "replaced", "moved", "already"))
 TURNED = frozenset(("on", "off", "up", "down", "out", "to", "into", "@color"))
 NO_ITEM = frozenset(("no", "yes", "it", "this", "that", "them", "one", "off", "on", "some"))
 DETERMINERS = frozenset(("the", "a", "an", "my", "our", "all", "every", "this", "that"))
