@@ -357,10 +357,13 @@ class HomeModel:
         return probs, per_intent
 
     def parse(self, text: str) -> HomeParse:
-        """The intent and slots of ``text``. A request in clauses ("I'm leaving the office,
-        turn the space heater off") is read whole, and its last clause alone: the command
-        comes last, after what it is about, and the last clause wins when it alone is a
-        clear action and the whole is not, or is another request less surely."""
+        """The intent and slots of ``text``, without a clause that spares a device or the
+        reason around the command (``words.commanded``) and with a spoken correction
+        applied. A request in clauses ("I'm leaving the office, turn the space heater off")
+        is read whole, and its last clause alone (a pronoun there pointing back): the
+        command comes last, after what it is about, and the last clause wins when it alone
+        is a clear action and the whole is not, or is another request less surely; else a
+        first clause that is a command wins over a whole that acts on nothing."""
         text = self._corrected(commanded(text))
         whole = self._parse(text)
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
