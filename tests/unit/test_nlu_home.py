@@ -542,6 +542,9 @@ def test_statements_tags_and_reasons_in_parsing(model: HomeModel) -> None:
                  "the garage door is open, right?"):
         p = model.parse(text)
         assert not (p.accepted and p.intent in ("HassTurnOn", "HassTurnOff")), text
+    # a question keeps the device it names (the reading that only answers, with its name)
+    p = model.parse("garage door open?")
+    assert (p.intent, p.slots.get("name")) == ("HassGetState", "garage door")
     p = model.parse("the kitchen radio is too quiet")
     assert (p.intent, p.slots.get("volume_step")) == ("HassSetVolumeRelative", "up")
     p = model.parse("close the garage door, it is cold outside")

@@ -445,11 +445,14 @@ class HomeModel:
         reduced = self.lists.matches(words, skip=self.vocab)
         if reduced != options[0]:
             options.append(reduced)
+        question = words[0] in QUESTION_STARTS or asked(text, words)
         best: tuple | None = None
         for found in options:
             masked = HomeLists.mask(words, found)
             probs, per_intent = self._classify(masked)
-            top = int(per_intent.argmax())
+            # a question is read as the most likely intent that only answers
+            top = int((np.where(self._is_action, -1.0, per_intent) if question
+                       else per_intent).argmax())
             # the reading without the everyday-word names ("floor lamp") only when it is
             # another request: the same one would lose the device it names
             if best is None or (per_intent[top] > best[0] and
@@ -457,10 +460,6 @@ class HomeModel:
                 best = (float(per_intent[top]), top, probs, per_intent, found, masked)
         assert best is not None
         confidence, top, probs, per_intent, found, masked = best
-        question = words[0] in QUESTION_STARTS or asked(text, words)
-        if question and is_action(self._intents[top]):
-            top = int(np.where(self._is_action, -1.0, per_intent).argmax())
-            confidence = float(per_intent[top])
         top, confidence = self._fitted(top, confidence, per_intent, masked)
         intent = self._intents[top]
         second = self._intents[int(np.argsort(per_intent)[-2])] if len(self._intents) > 1 else ""
