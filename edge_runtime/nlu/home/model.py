@@ -30,11 +30,10 @@ from ..numbers import NUMBER_WORDS
 from ..text import normalize_text
 from .lists import ENTITY_SLOTS, HomeLists, Match
 from .words import (
-    BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, COVER_WORDS, DETERMINERS,
-    DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, LIGHT_WORDS, MAX_SAID_ITEM,
-    MEDIA_ITEMS, MEDIA_WORDS, NO_ITEM, OPENING, RUNNING, STARTED, STATE_OF_VERB,
-    TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked, commanded, negated, renumbered,
-    repair_commands, told, turned_up_or_down)
+    BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, DETERMINERS, DEVICE_WORDS,
+    DOWN, FULL, ITEM_SAID, KELVIN_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NO_ITEM,
+    OPENING, RUNNING, STARTED, STATE_OF_VERB, TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked,
+    commanded, named_kinds, negated, renumbered, repair_commands, told, turned_up_or_down)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -69,6 +68,11 @@ def number_word(word: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def said_number(word: str) -> bool:
+    """``word`` is a number, in digits or in words ("40", "forty")."""
+    return number_word(word) or word in NUMBER_WORDS
 
 
 def features(masked: list[str]):
@@ -249,7 +253,7 @@ class WildText:
                     last = span[-1]
                     if j - 1 in stops or last.startswith("@") or item and last in _NOT_IN_ITEM or \
                             (last in _NOT_WILD or number_word(last)) and \
-                            not (item and (last in NUMBER_WORDS or number_word(last))):
+                            not (item and said_number(last)):
                         break
                     if (span[0] in EDGE_WORDS and span[0] not in starts) or \
                             (last in EDGE_WORDS and last not in ends):
@@ -333,7 +337,8 @@ class HomeModel:
         self.path = path
         self._intent_of = [split_label(lab) for lab in self.classifier.labels]
         self._intents = sorted({i for i, _ in self._intent_of})
-        self._col = np.array([self._intents.index(i) for i, _ in self._intent_of])
+        self._at = {name: k for k, name in enumerate(self._intents)}
+        self._col = np.array([self._at[i] for i, _ in self._intent_of])
         self._is_action = np.array([is_action(i) for i in self._intents])
         self._light_set = np.array([i == "HassLightSet" for i in self._intents])
 
@@ -468,8 +473,7 @@ class HomeModel:
         # the fixed slots of the intent's most likely label
         rows = [i for i, (name, _) in enumerate(self._intent_of) if name == intent]
         # not the domain of the other kind of device the request names ("close the light")
-        said = set(masked)
-        light, cover = bool(said & LIGHT_WORDS), bool(said & COVER_WORDS or "@cover" in said)
+        light, cover = named_kinds(set(masked))
         other = "cover" if light and not cover else "light" if cover and not light else ""
         rows = [i for i in rows if self._intent_of[i][1].get("domain") != other] or rows
         _, fixed = self._intent_of[max(rows, key=lambda i: probs[i])]
@@ -539,9 +543,9 @@ class HomeModel:
         a number, a media player turned up, a cover moved to no position, a vacuum or mower
         turned on."""
         intent, said = self._intents[top], set(masked)
-        light = bool(said & LIGHT_WORDS)
-        cover = not light and bool(said & COVER_WORDS or "@cover" in said)
-        number = any(number_word(w) or w in NUMBER_WORDS and w != "one" for w in masked)
+        light, cover = named_kinds(said)
+        cover = cover and not light
+        number = any(said_number(w) and w != "one" for w in masked)
         if intent == "HassLightSet" and not light and (
                 cover or said & CLIMATE_WORDS and not said & KELVIN_WORDS):
             # "set the shades to 40 percent", "make the bedroom temperature 20": no light
@@ -560,18 +564,15 @@ class HomeModel:
                 "@media_player" in said or said & MEDIA_WORDS):
             moved = "HassSetVolumeRelative"    # "turn up the radio": louder, not on
         elif intent == "HassSetPosition" and not number:
-            moved = max(("HassTurnOn", "HassTurnOff"), key=lambda i: per_intent[self._index(i)])
+            moved = max(("HassTurnOn", "HassTurnOff"), key=lambda i: per_intent[self._at[i]])
         elif intent == "HassTurnOn":
             moved = next((STARTED[d] for d in STARTED if f"@{d}" in said), intent)
         else:
             return top, confidence
         if moved == intent or moved not in self._intents:
             return top, confidence
-        new = self._index(moved)
+        new = self._at[moved]
         return new, float(per_intent[top] + per_intent[new])
-
-    def _index(self, intent: str) -> int:
-        return self._intents.index(intent) if intent in self._intents else 0
 
     def _names_kept(self, top: int, other: int) -> bool:
         """Whether the reading with the home's names (top intent ``top``) is kept over one
@@ -606,7 +607,7 @@ class HomeModel:
         said = set(masked)
         if intent == "HassGetState" and "state" in allowed and "state" not in slots:
             # "is the tower fan running", "did I remember to lock the back door"
-            cover = bool(said & COVER_WORDS or "@cover" in said)
+            cover = named_kinds(said)[1]
             state = "on" if said & RUNNING else next(
                 (v for k, v in STATE_OF_VERB.items() if k in said), None) or (
                 cover and ("closed" if "down" in said else "open" if "up" in said else None))
@@ -626,7 +627,6 @@ class HomeModel:
                 slots["search_query"] = " ".join(query[len(lead):])   # "the playlist x": x
                 break
         item = str(slots.get("item", "")).split()
-        if len(item) == 1 and (number_word(item[0]) or item[0] in NUMBER_WORDS
-                               or item[0] in NO_ITEM):
+        if len(item) == 1 and (said_number(item[0]) or item[0] in NO_ITEM):
             del slots["item"]      # "check no off the list", "check off 10": misheard
         return slots

@@ -17,6 +17,8 @@ RUNNING = frozenset(("running", "going"))
 # which way a cover goes (Home Assistant: open is HassTurnOn, close HassTurnOff)
 OPENING = frozenset(("open", "up", "out", "extend", "raise", "lift"))
 CLOSING = frozenset(("close", "shut", "down", "retract", "lower"))
+# the state a verb leaves ("did I lock ...": locked), also how a recognizer writes a
+# question's last word ("is the gate lock")
 STATE_OF_VERB = {"unlock": "unlocked", "lock": "locked", "close": "closed", "shut": "closed"}
 NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt", "shouldnt",
                        "no"))
@@ -141,6 +143,14 @@ ITEM_SAID = re.compile(
     r"\s+(?:some\s+|more\s+|the\s+)?"
     r"(?P<item>.+)$")
 MAX_SAID_ITEM = 4
+
+
+def named_kinds(said: set[str]) -> tuple[bool, bool]:
+    """Whether ``said`` (masked words) names lights, and covers, by their device words or a
+    cover's placeholder."""
+    return bool(said & LIGHT_WORDS), bool(said & COVER_WORDS or "@cover" in said)
+
+
 DEVICE_WORDS = LIGHT_WORDS | COVER_WORDS | frozenset(("fan", "fans", "tv", "speaker",
                                                         "speakers", "heater", "door", "doors"))
 UP = frozenset(("louder", "up", "raise", "increase", "higher", "crank", "pump", "boost"))
@@ -154,9 +164,6 @@ UN_HEARD = (*((heard, "unpause") for heard in (
                 ("and", "pause"), ("im", "pause"), ("i", "m", "pause"), ("um", "pause"),
                 ("un", "pause"), ("an", "pause"))),
             *((heard, "unlock") for heard in (("and", "lock"), ("an", "lock"), ("un", "lock"))))
-# and the "-ed" of a state at the end of a question, lost before the pause ("is the garden
-# gate lock", "is the skylight close")
-STATE_HEARD = {"lock": "locked", "unlock": "unlocked", "close": "closed"}
 
 
 def repair_commands(words: list[str]) -> list[str]:
@@ -165,6 +172,8 @@ def repair_commands(words: list[str]) -> list[str]:
     for heard, meant in UN_HEARD:
         if tuple(words[:len(heard)]) == heard:
             return [meant, *words[len(heard):]]
-    if len(words) > 2 and words[0] in ("is", "are") and words[-1] in STATE_HEARD:
-        return [*words[:-1], STATE_HEARD[words[-1]]]
+    # the "-ed" of a state at the end of a question, lost before the pause ("is the garden
+    # gate lock", "is the skylight close")
+    if len(words) > 2 and words[0] in ("is", "are") and words[-1] in STATE_OF_VERB:
+        return [*words[:-1], STATE_OF_VERB[words[-1]]]
     return words

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import random
 
-from ...home.model import QUESTION_STARTS
-from ...numbers import NUMBER_WORDS
+from ...home.model import QUESTION_STARTS, said_number
 
 _FRAMES = (("please",), ("can", "you"), ("could", "you"), ("hey",), ("i", "want", "you", "to"),
            ("would", "you"), ("okay",), ("um",), ("go", "ahead", "and"), ("i", "need", "you", "to"),
@@ -61,10 +60,6 @@ def _move_room(words: list[str]) -> list[str]:
     return words
 
 
-def _number(word: str) -> bool:
-    return word[:1].isdigit() or word in NUMBER_WORDS
-
-
 def variant(words: list[str], rng: random.Random) -> list[str]:
     """One natural-speech rewrite of masked ``words`` (a new list)."""
     out = list(words)
@@ -83,7 +78,7 @@ def variant(words: list[str], rng: random.Random) -> list[str]:
             # "increase the volume 80" reads as a step
             drops = [i for i, w in enumerate(out) if w in _DROP
                      and not (i == 0 and w in QUESTION_STARTS)
-                     and not (w == "to" and i + 1 < len(out) and _number(out[i + 1]))]
+                     and not (w == "to" and i + 1 < len(out) and said_number(out[i + 1]))]
             if drops and len(out) > 2:
                 del out[rng.choice(drops)]
         elif r < 0.9:
