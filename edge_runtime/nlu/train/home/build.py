@@ -1,7 +1,7 @@
 """Build the home model: Home Assistant templates -> a calibrated numpy classifier (no torch).
 
 ``build_home_model(out)`` (run by ``edge-runtime models build``, or at the first daemon
-start; about 40 s on one core) samples every English template of the pinned
+start; about 35 s on one core) samples every English template of the pinned
 ``home-assistant-intents`` (``sample.Sampler``), rewrites them toward natural speech
 (``augment.variant``), adds the built-in non-home intents' examples as ``oos`` and the
 hand-written everyday phrasings (``extra.yaml``, ``phrasings.yaml``, ``everyday.yaml``, and
@@ -14,7 +14,7 @@ templates, as people's are) have the wrong intent at most ``max_wrong`` of the t
 the held-out sentences are noisier than speech, since the sampler drops optional words that
 carry the meaning; 3 % for intents that only answer, ``READ_ONLY``: a wrong answer, not a
 wrong action), halfway into the gap below the last answer it accepts. The values were
-chosen on our own dev splits (``tests/data/home_dev``, ``home_dev2``), never on the
+chosen on our own dev splits (``tests/data/home_dev`` ... ``home_dev5``), never on the
 evaluation files. The report keeps the held-out accuracy and wrong-action rate. The final
 model is trained on all templates.
 """
