@@ -275,6 +275,19 @@ def test_a_query_begins_with_the_only_when_nothing_else_fits() -> None:
     assert WildText(contexts).extract("HassMediaSearchAndPlay", "play the beatles".split()) == {}
 
 
+def test_a_query_from_sides_seen_apart_needs_two_words_before_it() -> None:
+    contexts = {"HassMediaSearchAndPlay": {"search_query": [
+        [["on", "some"], ["</s>", "</s>"], 2], [["some"], ["</s>"], 1],
+        [["<s>", "play"], ["in", "the"], 2], [["play"], ["in"], 1]]}}
+    extract = WildText(contexts).extract
+    # "on some" before, "in" after: each seen around a query, never together
+    assert extract("HassMediaSearchAndPlay", "put on some lullabies in the @area".split()) == \
+        {"search_query": "lullabies"}
+    # one word before is not enough ("... answer the door": no query)
+    assert extract("HassMediaSearchAndPlay", "go and get some lullabies in the @area".split()) \
+        == {}
+
+
 def test_thresholds_sit_in_the_gap_and_one_error_does_not_set_them() -> None:
     from edge_runtime.nlu.train.home.build import _calibrate, _same_request
 
@@ -477,6 +490,29 @@ def test_a_timer_named_before_the_word_timer(model: HomeModel) -> None:
     p = model.parse("start a pasta timer for nine minutes")
     assert (p.intent, p.slots.get("name"), p.slots.get("minutes")) == \
         ("HassStartTimer", "pasta", 9)
+
+
+def test_a_timer_named_like_an_area_or_device(model: HomeModel) -> None:
+    # StartTimer takes no area: "kitchen" names the timer; CancelTimer's "kitchen timer" is
+    # the kitchen's (Home Assistant's templates: "cancel the {area} timer")
+    for text in ("set a kitchen timer for 3 minutes", "set a timer for 3 minutes called kitchen"):
+        p = model.parse(text)
+        assert (p.intent, p.slots) == ("HassStartTimer", {"minutes": 3, "name": "kitchen"}), text
+    p = model.parse("cancel the kitchen timer")
+    assert (p.intent, p.slots) == ("HassCancelTimer", {"area": "kitchen"})
+
+
+def test_an_area_beginning_the_next_sentence_is_not_the_devices() -> None:
+    from edge_runtime.nlu.home.model import run_on
+    words = "turn on the sofa lamp the kitchen smells of smoke".split()
+    found = HOME.matches(words)
+    assert [(m.slot, run_on(m, found, words)) for m in found] == \
+        [("name", False), ("area", True)]
+    for said in ("turn on the sofa lamp in the kitchen", "turn on the kitchen sofa lamp",
+                 "turn on the sofa lamp the kitchen one"):
+        words = said.split()
+        found = HOME.matches(words)
+        assert not any(run_on(m, found, words) for m in found), said
 
 
 @pytest.mark.parametrize("text", [

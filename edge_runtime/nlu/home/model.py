@@ -235,6 +235,10 @@ class WildText:
                        for lab, d in contexts.items() for s, rows in d.items()}
         self._lefts = {key: {a for (a, _), lv in pairs.items() if lv == 1}
                        for key, pairs in self._pairs.items()}
+        self._lefts2 = {key: {a for (a, _), lv in pairs.items() if lv == 2}
+                        for key, pairs in self._pairs.items()}
+        self._rights = {key: {b for (_, b), lv in pairs.items() if lv == 1}
+                        for key, pairs in self._pairs.items()}
 
     def extract(self, label: str, masked: list[str], have=()) -> dict[str, str]:
         out = {}
@@ -244,6 +248,7 @@ class WildText:
             if slot in have:
                 continue
             pairs, lefts = self._pairs[(label, slot)], self._lefts[(label, slot)]
+            lefts2, rights = self._lefts2[(label, slot)], self._rights[(label, slot)]
             starts, ends = (set(w) for w in self.edges.get(slot, ((), ())))
             item = slot == "item"          # "add two dozen eggs": numbers are part of it
             best = None
@@ -270,6 +275,11 @@ class WildText:
                             tuple(padded[i - 1:i]) in lefts or padded[i - 1] in _ARTICLES
                             and tuple(padded[i - 2:i - 1]) in lefts):
                         score = (0, plain, j - i)   # its list's phrase after it
+                    if score is None and tuple(padded[i - 2:i]) in lefts2 and \
+                            tuple(padded[j:j + 1]) in rights:
+                        # the two words before and the word after seen around the slot, not
+                        # together ("put on some [jazz]" + "play [jazz] in the kitchen")
+                        score = (0, plain, j - i)
                     if score is not None and (best is None or score > best[0]):
                         best = (score, span, i)
             if best is not None:
@@ -302,6 +312,16 @@ def _measure(word: str) -> bool:
 _CLAUSE = re.compile(r"[,;.!?]+\s")        # (a decimal point is no clause boundary)
 
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
+
+
+def run_on(m: Match, found: list[Match], words: list[str]) -> bool:
+    """An area that begins the next sentence, heard without its full stop ("turn on the
+    dehumidifier the cellar smells damp again"): right after a device's name and "the",
+    and followed by a word that is no device's."""
+    return m.slot == "area" and m.start >= 2 and words[m.start - 1] == "the" and \
+        any(n.slot == "name" and n.end == m.start - 1 for n in found) and \
+        m.end < len(words) and words[m.end] not in DEVICE_WORDS | {"one", "ones"} and \
+        not any(n.start == m.end for n in found)
 
 
 def plain_text(masked: list[str]) -> str:
@@ -478,7 +498,14 @@ class HomeModel:
         rows = [i for i in rows if self._intent_of[i][1].get("domain") != other] or rows
         _, fixed = self._intent_of[max(rows, key=lambda i: probs[i])]
         label = self.classifier.labels[max(rows, key=lambda i: probs[i])]
-        slots = self._slots(intent, label, text, found, masked)
+        slots = self._slots(intent, label, text, [m for m in found if not run_on(m, found, words)],
+                            masked)
+        if intent in _OWN_NAMES and found and not set(slots) & {"name", "area", "floor"}:
+            # "set a laundry timer": a timer named like one of the home's areas or devices
+            # (where the intent takes no area: "cancel the kitchen timer" is the kitchen's)
+            named = self._slots(intent, label, text, [], words).get("name")
+            if named:
+                slots["name"] = named
         step = slots.get("volume_step")
         if intent == "HassSetVolumeRelative" and isinstance(step, (int, float)) and \
                 "by" not in masked and not set(masked) & (UP | DOWN):

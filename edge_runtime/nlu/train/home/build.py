@@ -134,7 +134,8 @@ _ITEM_LISTS = ("shopping_list_item", "todo_list_item")
 
 def _extra_item_rows() -> list[Sentence]:
     """The hand-written phrasings whose item is one of the sampler's sample items ("we are out
-    of coffee add it to the shopping list"), or whose timer is named by one of its sample
+    of coffee add it to the shopping list") or search query ("put on some classical music"),
+    or whose timer is named by one of its sample
     names right before "timer" ("set a pasta timer for 12 minutes"), as sentences with that
     value marked, so the words around values people say are learned too, not only the
     templates'."""
@@ -142,11 +143,14 @@ def _extra_item_rows() -> list[Sentence]:
         return sorted(set(values), key=lambda v: -len(v.split()))
     items = longest_first(v for name in _ITEM_LISTS for v in WILDCARDS[name])
     timers = longest_first(WILDCARDS["timer_name"])
+    queries = longest_first(WILDCARDS["search_query"])
     out = []
     for words, label in _extra_rows():
         intent = split_label(label)[0]
         if intent in _ITEM_INTENTS:
             slot, values, after = "item", items, None
+        elif intent == "HassMediaSearchAndPlay":
+            slot, values, after = "search_query", queries, None
         elif intent in TIMER_INTENTS:
             slot, values, after = "name", timers, "timer"
         else:
