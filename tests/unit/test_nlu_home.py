@@ -559,8 +559,10 @@ def test_the_words_that_say_a_request_is_not_one() -> None:
         return normalize_text(text).split()
     for text in ("front door locked?", "the fan is off now, yeah", "the lamp's on, isn't it"):
         assert asked(text, said(text)), text
-    for text in ("can you turn on the lights?", "turn on the lights", "please lock up?"):
+    for text in ("can you turn on the lights?", "turn on the lights", "please lock up?",
+                 "i wonder if you could turn on the lights"):
         assert not asked(text, said(text)), text
+    assert asked("i wonder if the lamp is on", said("i wonder if the lamp is on"))
     assert commanded("close the roller door, not the roller shade") == "close the roller door"
     assert commanded("turn the lamp off, the fan can stay on") == "turn the lamp off"
     assert commanded("lock the cat flap because the fox was here") == "lock the cat flap"
@@ -578,6 +580,12 @@ def test_statements_tags_and_reasons_in_parsing(model: HomeModel) -> None:
                  "the garage door is open, right?"):
         p = model.parse(text)
         assert not (p.accepted and p.intent in ("HassTurnOn", "HassTurnOff")), text
+    # a statement asked as a question is answered, never acted on
+    for text in ("i think i left the garage door open, did i?",
+                 "i wonder if the garage door is open"):
+        p = model.parse(text)
+        assert (p.intent, p.slots.get("name"), p.accepted) == \
+            ("HassGetState", "garage door", True), text
     # a question keeps the device it names (the reading that only answers, with its name)
     p = model.parse("garage door open?")
     assert (p.intent, p.slots.get("name")) == ("HassGetState", "garage door")

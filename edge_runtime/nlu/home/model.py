@@ -534,7 +534,8 @@ class HomeModel:
             missing = ("timer",)       # "pause this": the music, or a timer?
         return HomeParse(intent, confidence, slots,
                          accepted=confidence >= self.threshold(intent) and not missing
-                         and not told(masked) and not self._elsewhere(intent, masked)
+                         and not (told(masked) and not (question and not is_action(intent)))
+                         and not self._elsewhere(intent, masked)
                          and not (is_action(intent) and (question or self._unsaid(intent, masked))),
                          missing=missing, runner_up=second)
 

@@ -47,12 +47,19 @@ _ASKING = frozenset(("can", "could", "would", "will", "please", "may", "might", 
                      "lets", "why"))
 
 
+# "I wonder if the porch light is on" asks; "I wonder if you could turn it on" requests
+_WONDER = re.compile(r"\b(?:wonder|wondering|not sure|unsure)\s+(?:if|whether)\b"
+                     r"(?!\s+(?:you|u)\s+(?:could|can|would|will|might)\b)")
+
+
 def asked(text: str, words: list[str]) -> bool:
-    """``text`` asks (it ends in a question mark or a tag) rather than requests."""
+    """``text`` asks (it ends in a question mark or a tag, or wonders "if ...") rather than
+    requests."""
     if not words or words[0] in _ASKING or "please" in words:
         return False
     return text.rstrip().endswith("?") and len(words) > 1 or \
-        any(tuple(words[-len(tag):]) == tag for tag in _TAGS)
+        any(tuple(words[-len(tag):]) == tag for tag in _TAGS) or \
+        bool(_WONDER.search(" ".join(words)))
 
 
 # a clause that takes its device out of the request ("close the roller door, not the
