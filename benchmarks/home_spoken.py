@@ -12,7 +12,9 @@ as the daemon does, ``asr.nbest.choose``; ``best_only`` scores the beam's best a
 is, and biased (``asr.bias.CommandVocabulary``: the command words plus the test home's area
 and entity names as Whisper's prompt). Each transcript is understood by the home model
 (``HomeModel``, the daemon's home lists = the test file's; with the repair of misheard
-names against those lists, and without it: ``no_repair``) and by hassil on the pinned
+names against those lists, and without it: ``no_repair``; a list item or search heard less
+surely than ``asr.unsure_below`` is asked back as the daemon does, and ``trusting`` scores
+without that check) and by hassil on the pinned
 templates, scored as ``nlu eval --hass`` does: intent accuracy, exact slots, wrong-action
 rate; plus WER against the sentence. Audio is
 kept in ``--audio`` (default ``~/.cache/edge-runtime/bench-home-spoken``) so a rerun only
@@ -61,7 +63,8 @@ def run(args) -> dict:
     from edge_runtime.asr.whisper import WhisperAsr
     from edge_runtime.asr.nbest import choose
     from edge_runtime.config import AsrConfig, NluConfig
-    from edge_runtime.nlu.home.model import OTHER, HomeModel
+    from edge_runtime.nlu.home.model import OTHER, HomeModel, doubted
+    from edge_runtime.voice.stack import unsure_words
     from edge_runtime.nlu.train.home.build import build_default
     from edge_runtime.nlu.train.home.hass_eval import Case, Hassil, load_cases, score
     from edge_runtime.tts.piper import PiperTts
@@ -78,11 +81,13 @@ def run(args) -> dict:
     views: dict[int, HomeModel] = {}
     report: dict = {"sentences": len(cases), "voices": voices, "source": str(args.hass),
                     "beam_size": beam, "nbest": nbest, "nbest_margin": asr_cfg.nbest_margin,
-                    "nbest_min_confidence": asr_cfg.nbest_min_confidence}
+                    "nbest_min_confidence": asr_cfg.nbest_min_confidence,
+                    "unsure_below": asr_cfg.unsure_below}
     for bias in {"plain": (False,), "biased": (True,), "both": (False, True)}[args.bias]:
         ours: list[tuple[Case, str, dict, bool]] = []
         best_only: list[tuple[Case, str, dict, bool]] = []     # asr.nbest = 1
         unrepaired: list[tuple[Case, str, dict, bool]] = []     # nlu.home_repair = false
+        trusting: list[tuple[Case, str, dict, bool]] = []       # asr.unsure_below = 0
         theirs: list[tuple[Case, str, dict, bool]] = []
         errors = words = 0
         decode_s = 0.0
@@ -105,6 +110,10 @@ def run(args) -> dict:
                 errors, words = errors + e, words + n
                 p = view.parse(heard)
                 acted = p.accepted and p.intent != OTHER
+                trusting.append((case, p.intent, p.slots, acted))
+                if acted and asr_cfg.unsure_below > 0 and doubted(p, unsure_words(
+                        asr.word_probabilities(heard), asr_cfg.unsure_below)):
+                    acted = False                # asked back: "not sure I heard ... right"
                 ours.append((case, p.intent, p.slots, acted))
                 view.repair = False
                 q = view.parse(heard)
@@ -121,7 +130,8 @@ def run(args) -> dict:
         report[key] = {**score(ours), "wer": errors / max(words, 1),
                        "decode_s_mean": round(decode_s / max(len(ours), 1), 3),
                        "hassil": score(theirs), "by_voice": by_voice,
-                       "no_repair": score(unrepaired), "best_only": score(best_only)}
+                       "no_repair": score(unrepaired), "best_only": score(best_only),
+                       "trusting": score(trusting)}
         if misses:
             report[key]["misses"] = misses
     return report
@@ -160,9 +170,12 @@ def format_report(r: dict) -> str:
         lines.append(f"        best hypothesis only (asr.nbest = 1): intent "
                      f"{n['intent_accuracy']:.4f} exact slots {n['exact_slots']:.4f} wrong "
                      f"action {n['wrong_action_rate']:.4f}")
-        n = x["no_repair"]
-        lines.append(f"        without name repair: intent {n['intent_accuracy']:.4f} exact slots "
-                     f"{n['exact_slots']:.4f} wrong action {n['wrong_action_rate']:.4f}")
+        for label, k in (("without name repair", "no_repair"),
+                         (f"without asking back unsure items (asr.unsure_below "
+                          f"{r['unsure_below']})", "trusting")):
+            n = x[k]
+            lines.append(f"        {label}: intent {n['intent_accuracy']:.4f} exact slots "
+                         f"{n['exact_slots']:.4f} wrong action {n['wrong_action_rate']:.4f}")
         for voice, v in x["by_voice"].items():
             lines.append(f"        {voice}: intent {v['intent_accuracy']:.4f} exact slots "
                          f"{v['exact_slots']:.4f} wrong action {v['wrong_action_rate']:.4f}")

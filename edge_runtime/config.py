@@ -215,6 +215,9 @@ class AsrConfig:
     nbest_margin: float = 0.5          # ... if its mean token log-probability is at most this
                                        # far below the best's
     nbest_min_confidence: float = 0.9  # ... and it is understood at least this surely
+    unsure_below: float = 0.15         # whisper: a list item or search heard less surely than
+                                       # this (its least word probability) is asked back
+                                       # (0 = never); README "Spoken commands"
     window_s: float = 10.0             # Whisper encoder window for short commands
     partials: bool = True
     partial_every_s: float = 0.5
@@ -455,6 +458,7 @@ class Config:
         _check(1 <= self.asr.nbest <= self.asr.beam_size, "asr.nbest",
                "must be between 1 and asr.beam_size")
         _check(self.asr.nbest_margin >= 0, "asr.nbest_margin", "must be >= 0")
+        _check(0 <= self.asr.unsure_below <= 1, "asr.unsure_below", "must be in 0..1")
         _check(0 <= self.asr.nbest_min_confidence <= 1, "asr.nbest_min_confidence",
                "must be between 0 and 1")
         _check(self.asr.window_s > 0, "asr.window_s", "must be positive")

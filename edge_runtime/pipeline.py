@@ -80,18 +80,21 @@ class Pipeline:
     # -- the flow ------------------------------------------------------------------------
     async def ask(self, text: Any, *, cancel: CancelToken | None = None,
                   timings: Timings | None = None, budget_ms: float | None = None,
-                  sink: AnswerSink | None = None, session: str | None = None) -> Result:
+                  sink: AnswerSink | None = None, session: str | None = None,
+                  unsure: frozenset[str] = frozenset()) -> Result:
         """Answer one request. ``text`` and ``budget_ms`` are validated here, once
         (``query.Query.build``); ``budget_ms`` overrides the latency budget for this request;
         ``sink`` receives the answer's pieces as they arrive (for streamed speech);
-        ``session`` names a multi-turn conversation whose earlier turns the LLM sees."""
+        ``session`` names a multi-turn conversation whose earlier turns the LLM sees;
+        ``unsure``: for a spoken request, the words the recognizer was unsure of
+        (``asr.Transcript.unsure``: a command that rests on one is asked back)."""
         t0 = self.clock.monotonic()
         timings = timings or Timings()
         self.in_flight += 1
         self.metrics.queue_depth.set(self.in_flight)
         try:
             query = Query.build(text, max_chars=self.cfg.nlu.max_text_chars,
-                                budget_ms=budget_ms, session=session)
+                                budget_ms=budget_ms, session=session, unsure=unsure)
             result = await self._answer(query, t0, timings, cancel or CancelToken(),
                                         sink or _NullSink())
             self.metrics.requests.labels("ok").inc()

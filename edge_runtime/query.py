@@ -53,13 +53,16 @@ class Query:
     normalized: str = field(repr=False)
     budget_ms: float | None = None         # the request's own budget; None = configured
     session: str | None = None             # a multi-turn conversation's id
+    # spoken requests: the words the recognizer was unsure of (``Transcript.unsure``)
+    unsure: frozenset[str] = field(default=frozenset(), repr=False)
 
     @classmethod
     def build(cls, text: Any, *, max_chars: int, budget_ms: float | None = None,
-              session: str | None = None) -> Query:
+              session: str | None = None, unsure: frozenset[str] = frozenset()) -> Query:
         """Validate ``text`` (:func:`validate_text`) and ``budget_ms`` (a positive, finite
         number of milliseconds, or None) and normalize the text, once."""
         from .nlu.text import normalize_text   # (edge_runtime.nlu imports this module)
 
         valid = validate_text(text, max_chars)
-        return cls(valid, normalize_text(valid), check_budget_ms(budget_ms), session)
+        return cls(valid, normalize_text(valid), check_budget_ms(budget_ms), session,
+                   frozenset(unsure))

@@ -33,6 +33,9 @@ class Transcript:
     # the recognizer's other hypotheses, most likely first, each with its confidence
     # (Whisper's beam: ``asr.nbest``); ``asr.nbest.choose`` may pick one of them
     alternatives: tuple[tuple[str, float], ...] = ()
+    # words of ``text`` (normalized) heard less surely than ``asr.unsure_below``: filled by
+    # the voice stack for a command the understanding would act on (``VoiceStack``)
+    unsure: frozenset[str] = frozenset()
 
 
 class AsrStream(Protocol):

@@ -269,8 +269,8 @@ class Understander:
                 raise BadInputError(f"text must be a string, got {type(text).__name__}")
             text = Query.build(text, max_chars=self.max_text_chars)
         raw, normalized = text.text, text.normalized
-        home = self._home.parse(raw) if self._home is not None and has_letters(normalized) \
-            else None
+        home = self._home.parse(raw, text.unsure) \
+            if self._home is not None and has_letters(normalized) else None
         if home is not None:
             return dataclasses.replace(home, text=normalized)
         tokens = tokenize(normalized)

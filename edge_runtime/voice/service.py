@@ -74,8 +74,9 @@ class VoiceService:
             log.warning("voice unavailable: %s", exc.one_line())
 
     def _listen_for_commands(self, stack: VoiceStack) -> None:
-        """Final transcripts: the recognizer's hypothesis the understanding acts on."""
-        if self.cfg.asr.nbest > 1:
+        """Final transcripts: the recognizer's hypothesis the understanding acts on, with
+        the words it was unsure of."""
+        if self.cfg.asr.nbest > 1 or self.cfg.asr.unsure_below > 0:
             stack.acts_on = self.runtime.stages.understander.acts_on
 
     def vocabulary(self, home: Any = None):
@@ -137,7 +138,7 @@ class VoiceService:
         t_ask = self.clock.monotonic()
         result = await self.runtime.pipeline.ask(text, cancel=CancelToken(), sink=speaker,
                                                  timings=Timings(asr=transcript.decode_s),
-                                                 budget_ms=budget_ms)
+                                                 budget_ms=budget_ms, unsure=transcript.unsure)
         wav = None
         if speaker is not None:
             speaker.finish()

@@ -225,16 +225,18 @@ class VoiceSession:
         if not any(c.isalnum() for c in text):
             self.emit({"type": "no_speech"})
             return
-        await self._answer(text, eos, final_ms, transcript.decode_s)
+        await self._answer(text, eos, final_ms, transcript.decode_s, transcript.unsure)
 
-    async def _answer(self, text: str, eos: float, final_ms: float, asr_s: float) -> None:
+    async def _answer(self, text: str, eos: float, final_ms: float, asr_s: float,
+                      unsure: frozenset[str] = frozenset()) -> None:
         cancel = self._cancel = CancelToken()
         speaker = self._speaker = Speaker(self.stack, self.player, clock=self.clock)
         record: dict[str, Any] = {"transcript": text, "final_transcript_ms": final_ms}
         try:
             result = await self.pipeline.ask(text, cancel=cancel, sink=speaker,
                                              timings=Timings(asr=asr_s),
-                                             budget_ms=self.budget_ms, session=self.conversation)
+                                             budget_ms=self.budget_ms, session=self.conversation,
+                                             unsure=unsure)
             speaker.finish()
             await speaker.rendered()
             first = speaker.first_audio_at

@@ -7,11 +7,15 @@ Every setting comes from the one validated :class:`~edge_runtime.config.Config` 
 
 ``finish(stream)`` (in the ASR thread) is an utterance's final transcript: with
 ``acts_on`` set (the daemon's understanding, ``Understander.acts_on``) and ``asr.nbest`` > 1,
-the recognizer's hypothesis the understanding can act on (``asr.nbest.choose``).
+the recognizer's hypothesis the understanding can act on (``asr.nbest.choose``); and, when
+the understanding would act on it and the engine tells word probabilities (Whisper), the
+words heard less surely than ``asr.unsure_below`` (``Transcript.unsure``: the home
+understanding asks back a list item or search that rests on one).
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable
@@ -22,6 +26,7 @@ import numpy as np
 from ..asr import AsrEngine, AsrStream, Transcript, load_asr
 from ..asr.nbest import choose
 from ..config import Config
+from ..nlu.text import normalize_text
 from ..tts import AudioCache, TtsEngine, load_tts
 from ..vad import VadEngine, load_vad
 
@@ -50,10 +55,17 @@ class VoiceStack:
         return self._chosen(self.asr.transcribe(audio))
 
     def _chosen(self, transcript: Transcript) -> Transcript:
-        if self.acts_on is None:
+        acts_on = self.acts_on
+        if acts_on is None:
             return transcript
         a = self.cfg.asr
-        return choose(transcript, self.acts_on, a.nbest_margin, a.nbest_min_confidence)
+        chosen = choose(transcript, acts_on, a.nbest_margin, a.nbest_min_confidence)
+        probabilities = getattr(self.asr, "word_probabilities", None)
+        if a.unsure_below <= 0 or probabilities is None or not chosen.text or \
+                not acts_on(chosen.text, 0.0):
+            return chosen
+        return dataclasses.replace(chosen, unsure=unsure_words(probabilities(chosen.text),
+                                                                a.unsure_below))
 
     @classmethod
     def load(cls, cfg: Config | None = None, *, with_tts: bool = True,
@@ -92,6 +104,13 @@ class VoiceStack:
             self._closed.set()
             self.asr_pool.shutdown(wait=False, cancel_futures=True)
             self.tts_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def unsure_words(probabilities: list[tuple[str, float]], below: float) -> frozenset[str]:
+    """The words (normalized as the understanding reads them) heard less surely than
+    ``below``."""
+    return frozenset(w for word, p in probabilities if p < below
+                     for w in normalize_text(word).split())
 
 
 def model_paths(store=None) -> dict[str, str]:

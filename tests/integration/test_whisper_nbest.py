@@ -4,7 +4,7 @@ import pytest
 
 from edge_runtime.asr import load_asr
 from edge_runtime.audio.format import read_wav_file
-from edge_runtime.voice.stack import VoiceStack
+from edge_runtime.voice.stack import VoiceStack, unsure_words
 from tests.voice_fixtures import command_wav, real_stack
 
 pytestmark = pytest.mark.integration
@@ -58,3 +58,26 @@ def test_the_daemon_understanding_acts_on_a_clear_home_command(tmp_path) -> None
     assert not understander.acts_on("turn on the kitchen lights", 1.01)
     assert not understander.acts_on("tell me a joke")
     assert not understander.acts_on("schalte das Licht in der Küche ein")
+
+
+def test_word_probabilities_of_the_last_command_and_the_words_heard_unsure(stack,
+                                                                          tmp_path) -> None:
+    audio = read_wav_file(command_wav("add milk to the shopping list", tmp_path))
+    asr = load_asr("whisper", model_dir=str(stack.asr.model_dir), beam_size=5, nbest=5)
+    assert asr.word_probabilities("add milk") == []          # nothing decoded yet
+    t = asr.transcribe(audio)
+    words = asr.word_probabilities(t.text)
+    assert [w for w, _ in words] == t.text.split()
+    assert all(0.0 < p <= 1.0 for _, p in words)
+    # a word the audio does not hold is far less likely than the one it does
+    said = dict(asr.word_probabilities("add milk to the shopping list"))
+    odd = dict(asr.word_probabilities("add zebra to the shopping list"))
+    assert odd["zebra"] < said["milk"] / 10
+    voice = VoiceStack(stack.cfg.with_overrides(asr={"unsure_below": 0.5}), stack.vad, asr, None)
+    voice.acts_on = lambda text, at_least: True
+    got = voice.transcribe(audio)
+    # (tiny.en hears Piper's "add milk" as "And, noke": the item is the unsure word)
+    assert got.unsure == unsure_words(asr.word_probabilities(got.text), 0.5)
+    assert all(w == w.lower() and w.isalnum() for w in got.unsure)
+    voice.acts_on = lambda text, at_least: False             # not acted on: not checked
+    assert voice.transcribe(audio).unsure == frozenset()

@@ -64,3 +64,10 @@ def test_a_lower_hypothesis_must_be_understood_more_surely_than_the_best() -> No
     assert acts_on("pause the den", 0.0)                 # clear enough as the best ...
     assert choose(t, acts_on, 0.5, 0.9) is t             # ... not as a runner-up
     assert choose(t, acts_on, 0.5, 0.5).text == "pause the den"
+
+
+def test_unsure_words_are_normalized_as_the_understanding_reads_them() -> None:
+    from edge_runtime.voice.stack import unsure_words
+    heard = [("And,", 0.26), ("Noke", 0.07), ("to", 0.9), ("40%.", 0.1)]
+    assert unsure_words(heard, 0.15) == {"noke", "40", "percent"}
+    assert unsure_words(heard, 0.0) == frozenset()

@@ -155,6 +155,24 @@ def test_another_language_gets_a_clear_answer_and_no_action(model: HomeModel) ->
     assert nlu.parse("turn on the sofa lamp").name == "HassTurnOn"
 
 
+def test_an_item_heard_unsure_is_asked_back_never_added(model: HomeModel) -> None:
+    from edge_runtime.nlu.home.model import doubted
+    from edge_runtime.query import Query
+    p = model.parse("add noke to my shopping list")
+    assert p.accepted and p.slots.get("item") == "noke"
+    assert doubted(p, frozenset({"noke"})) == ["noke"]
+    assert doubted(p, frozenset({"shopping"})) == []         # only the free text matters
+    assert doubted(model.parse("turn on the sofa lamp"), frozenset({"sofa"})) == []
+    nlu = Understander(load_intents())
+    nlu.attach_home(HomeUnderstanding(model))
+    heard = Query.build("add noke to my shopping list", max_chars=500,
+                        unsure=frozenset({"noke"}))
+    got = nlu.parse(heard)
+    assert got.name == CLARIFY and '"noke"' in got.slots["question"]
+    assert got.slots["unsure"] == ["noke"]
+    assert nlu.parse("add noke to my shopping list").name == "HassShoppingListAddItem"
+
+
 def test_set_lists_swaps_the_home(model: HomeModel) -> None:
     nlu = HomeUnderstanding(model.with_lists(HOME))
     nlu.set_lists(HomeLists(("den",), (), {"porch light": "light"}))

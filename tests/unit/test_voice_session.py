@@ -28,7 +28,7 @@ class SlowPipeline:
         self.asked, self.cancel_tokens = [], []
 
     async def ask(self, text, *, cancel=None, timings=None, budget_ms=None, sink=None,
-                  session=None):
+                  session=None, unsure=frozenset()):
         self.asked.append(text)
         self.cancel_tokens.append(cancel)
         for word in self.answer.split(" "):

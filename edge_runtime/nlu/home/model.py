@@ -181,6 +181,19 @@ def is_action(intent: str) -> bool:
     return intent != OTHER and intent not in ANSWERS
 
 
+# free text no list can check: a misheard item ("add noke to the shopping list") is done as
+# heard unless the recognizer's doubt is asked about
+FREE_SLOTS = ("item", "search_query")
+
+
+def doubted(parse: HomeParse, unsure: frozenset[str]) -> list[str]:
+    """The words of an action's free text (``FREE_SLOTS``) the recognizer was unsure of
+    (``asr.Transcript.unsure``), in order; [] when there are none."""
+    if not unsure or not is_action(parse.intent):
+        return []
+    return [w for k in FREE_SLOTS for w in str(parse.slots.get(k, "")).split() if w in unsure]
+
+
 def spoken_units(words: list[str]) -> list[str]:
     """ "an hour" -> "1 hour", "a minute and a half" -> "1 minute and a half"."""
     out = list(words)

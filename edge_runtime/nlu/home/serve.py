@@ -32,7 +32,7 @@ from ...types import Intent
 from ..base import IntentSpec
 from ..language import other_language
 from .lists import HomeLists
-from .model import HOME_FILE, HOME_FORMAT, OTHER, HomeModel
+from .model import HOME_FILE, HOME_FORMAT, OTHER, HomeModel, doubted
 
 if TYPE_CHECKING:
     from ...skills.ha_refresh import HomeRefresher
@@ -113,7 +113,7 @@ class EnglishOnly:
         return {CLARIFY: IntentSpec(name=CLARIFY, skill=CLARIFY,
                                     description="a home request asked back (not sure enough)")}
 
-    def parse(self, text: str) -> Intent | None:
+    def parse(self, text: str, unsure: frozenset[str] = frozenset()) -> Intent | None:
         language = other_language(text)
         if language:
             log.debug("request in %s: not understood", language)
@@ -150,13 +150,22 @@ class HomeUnderstanding:
         return (hp.accepted and hp.intent != OTHER and hp.confidence >= at_least
                 and not other_language(text))
 
-    def parse(self, text: str) -> Intent | None:
+    def parse(self, text: str, unsure: frozenset[str] = frozenset()) -> Intent | None:
+        """The home intent of ``text``; ``unsure``: words the recognizer was unsure of (a
+        list item or search resting on one is asked back)."""
         other = EnglishOnly().parse(text)
         if other is not None:
             return other
         hp = self.model.parse(text)
         if hp.intent == OTHER or hp.intent in BUILTIN:
             return None
+        doubt = doubted(hp, unsure) if hp.accepted else []
+        if doubt:
+            heard = " ".join(doubt)
+            question = f"I understood: {describe(hp.intent, hp.slots)}, but I am not sure I " \
+                       f"heard \"{heard}\" right. Please say it again."
+            return Intent(CLARIFY, hp.confidence, {"question": question, "intent": hp.intent,
+                                                   "unsure": doubt})
         if hp.accepted:
             return Intent(hp.intent, hp.confidence, hp.slots)
         if hp.missing and hp.confidence >= self.model.threshold(hp.intent):
