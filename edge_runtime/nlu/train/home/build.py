@@ -140,7 +140,7 @@ def _extra_item_rows() -> list[Sentence]:
     value marked, so the words around values people say are learned too, not only the
     templates'."""
     def longest_first(values):
-        return sorted(set(values), key=lambda v: -len(v.split()))
+        return sorted(set(values), key=lambda v: (-len(v.split()), v))   # (reproducible)
     items = longest_first(v for name in _ITEM_LISTS for v in WILDCARDS[name])
     timers = longest_first(WILDCARDS["timer_name"])
     queries = longest_first(WILDCARDS["search_query"])
