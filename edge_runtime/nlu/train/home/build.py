@@ -135,10 +135,9 @@ _ITEM_LISTS = ("shopping_list_item", "todo_list_item")
 def _extra_item_rows() -> list[Sentence]:
     """The hand-written phrasings whose item is one of the sampler's sample items ("we are out
     of coffee add it to the shopping list") or search query ("put on some classical music"),
-    or whose timer is named by one of its sample
-    names right before "timer" ("set a pasta timer for 12 minutes"), as sentences with that
-    value marked, so the words around values people say are learned too, not only the
-    templates'."""
+    or whose timer is named by one of its sample names right before "timer" ("set a pasta
+    timer for 12 minutes"), as sentences with that value marked, so the words around values
+    people say are learned too, not only the templates'."""
     def longest_first(values):
         return sorted(set(values), key=lambda v: (-len(v.split()), v))   # (reproducible)
     items = longest_first(v for name in _ITEM_LISTS for v in WILDCARDS[name])
