@@ -587,10 +587,30 @@ def test_the_words_that_say_a_request_is_not_one() -> None:
     assert commanded("it's hot in the den so put the fan on") == "put the fan on"
     assert commanded("leave the lamp on and switch off the fan") == "switch off the fan"
     assert commanded("turn off the lights so i can sleep") == "turn off the lights so i can sleep"
+    # a recognizer's full stop ends the first clause as a comma does
+    assert commanded("Turn the lamp off. The fan can stay on.") == "Turn the lamp off"
+    assert commanded("Lock the gate. Don't bother with the front door.") == "Lock the gate"
+    assert commanded("set the lamp to 2.5 percent") == "set the lamp to 2.5 percent"
     assert renumbered("set the volume to 30, no, make it 20") == "set the volume to 20"
     assert renumbered("set the light to 50 percent") is None
     assert told("i turned the heater off".split()) and told("the door was open".split())
     assert told("remind me to lock up".split()) and not told("turn the heater off".split())
+
+
+def test_spoken_punctuation_and_misheard_verbs(model: HomeModel) -> None:
+    from edge_runtime.nlu.home.words import repair_commands
+    # corrected to words that name nothing of the home: asked back, not done as first said
+    p = model.parse("Turn off the sofa lamp. I mean the pad of a light.")
+    assert (p.intent, p.accepted, p.missing) == ("HassTurnOff", False, ("name",))
+    # the device said before the command clause stays the command's
+    p = model.parse("Kitchen Radio, set the volume to 35.")
+    assert (p.intent, p.slots.get("name"), p.slots.get("volume_level")) == \
+        ("HassSetVolume", "kitchen radio", 35)
+    # "add" is a list's verb: "add the sofa lamp on" (a misheard "are") is not turned on
+    assert not model.parse("Add the sofa lamp on.").accepted
+    assert repair_commands("mark milk is done on the list".split()) == \
+        "mark milk as done on the list".split()
+    assert repair_commands("is the door done".split()) == "is the door done".split()
 
 
 def test_statements_tags_and_reasons_in_parsing(model: HomeModel) -> None:

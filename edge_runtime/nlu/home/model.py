@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from ..text import normalize_text
 from .lists import ENTITY_SLOTS, HomeLists, Match
 from .words import (
     BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, DETERMINERS, DEVICE_WORDS,
+    SURE_CORRECTIONS,
     DOWN, FULL, ITEM_SAID, KELVIN_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NO_ITEM,
     OPENING, RUNNING, STARTED, STATE_OF_VERB, TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked,
     commanded, named_kinds, negated, renumbered, repair_commands, told, turned_up_or_down)
@@ -402,12 +403,19 @@ class HomeModel:
         command comes last, after what it is about, and the last clause wins when it alone
         is a clear action and the whole is not, or is another request less surely; else a
         first clause that is a command wins over a whole that acts on nothing."""
-        text = self._corrected(commanded(text))
+        bare = commanded(text)
+        corrected = self._corrected(bare)
+        if corrected is None:              # corrected to something not heard: asked back
+            return replace(self._parse(bare), accepted=False, missing=("name",))
+        text = corrected
         whole = self._parse(text)
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
         if len(clauses) < 2:
             return whole
         last = self._parse(self._referred(clauses[:-1], clauses[-1]))
+        if whole.accepted and last.intent == whole.intent and \
+                set(whole.slots) & set(ENTITY_SLOTS) and not set(last.slots) & set(ENTITY_SLOTS):
+            return whole                   # "Soundbar, volume 35": the device said first
         if last.accepted and is_action(last.intent) and (
                 not whole.accepted or last.intent == whole.intent
                 or last.confidence > whole.confidence):
@@ -422,10 +430,11 @@ class HomeModel:
                 return first
         return whole
 
-    def _corrected(self, text: str) -> str:
+    def _corrected(self, text: str) -> str | None:
         """``text`` with a spoken self-correction applied: "turn off the desk lamp, I mean
         the desk fan" -> "turn off the desk fan", "set the volume to 30, no, 20" -> "set the
-        volume to 20"; unchanged when it has none."""
+        volume to 20"; unchanged when it has none; None when it corrects a device or area
+        to words that name none ("..., I mean the pad of a light")."""
         fixed = renumbered(text)
         if fixed is not None:
             return fixed
@@ -439,6 +448,8 @@ class HomeModel:
             if said and meant:
                 m, c = said[-1], meant[0]
                 return " ".join([*before[:m.start], *after[c.start:c.end], *before[m.end:]])
+            if said and marker in SURE_CORRECTIONS and any(w not in DETERMINERS for w in after):
+                return None
         return text
 
     def _referred(self, before: list[str], clause: str) -> str:
@@ -566,6 +577,8 @@ class HomeModel:
         first, then = masked[0], masked[1] if len(masked) > 1 else ""
         if negated(masked):
             return True            # "don't turn off the lights"
+        if intent in ("HassTurnOn", "HassTurnOff") and first == "add":
+            return True            # "add the porch lights on": a list's verb (misheard "are")
         said = set(masked)
         if intent == "HassTurnOn" and "off" in said and "on" not in said or \
                 intent == "HassTurnOff" and "on" in said and "off" not in said:

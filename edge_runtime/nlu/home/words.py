@@ -65,9 +65,11 @@ def asked(text: str, words: list[str]) -> bool:
 # a clause that takes its device out of the request ("close the roller door, not the
 # shade", "turn the lamp off, the fan can stay on"), and words that join a command to its
 # reason ("lock the cat flap because the fox was in the kitchen": the command first; "it's
-# hot in the den so put the fan on": the command after)
-_SPARED = re.compile(r"[,;]\s*(?:but\s+)?(?:not\b|leave\b|keep\b|dont\s+bother\b|don't\s+bother\b)"
-                     r"[^,;]*$|[,;][^,;]*\b(?:can|should|may)\s+stay\b[^,;]*$", re.I)
+# hot in the den so put the fan on": the command after); a recognizer ends the first clause
+# with a full stop as often as a comma ("Turn the lamp off. The fan can stay on.")
+_SPARED = re.compile(r"[,;.!]\s*(?:but\s+)?(?:not\b|leave\b|keep\b|dont\s+bother\b|"
+                     r"don't\s+bother\b)[^,;.!]*[.!]?$|"
+                     r"[,;.!][^,;.!]*\b(?:can|should|may)\s+stay\b[^,;.!]*[.!]?$", re.I)
 _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$", re.I)
 _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+you\s+)?"
                             r"(?:turn|switch|put|set|open|close|shut|lock|unlock|start|stop|"
@@ -140,6 +142,9 @@ STARTED = {"vacuum": "HassVacuumStart", "lawn_mower": "HassLawnMowerStartMowing"
 # a speaker correcting the device or room just said
 CORRECTIONS = (("i", "mean"), ("i", "meant"), ("no", "wait"), ("sorry",), ("or", "rather"),
                ("no",))
+# the markers that always correct: what follows them, when it names nothing of the home
+# ("turn off the kitchen lights, I mean the pad of a light"), leaves the request unknown
+SURE_CORRECTIONS = CORRECTIONS[:3] + (("or", "rather"),)
 # a pronoun that points back at a device or area named in an earlier clause
 BACK = frozenset(("it", "them", "those"))
 # "we're out of olive oil" / "I need to buy eggs": the item a list request then calls "it"
@@ -173,9 +178,17 @@ UN_HEARD = (*((heard, "unpause") for heard in (
             *((heard, "unlock") for heard in (("and", "lock"), ("an", "lock"), ("un", "lock"))))
 
 
+_DONE = frozenset(("done", "complete", "completed", "finished"))
+
+
 def repair_commands(words: list[str]) -> list[str]:
-    """``words`` with a misheard leading "unpause" or "unlock", or a question's last
-    "locked" or "closed", put back."""
+    """``words`` with a misheard leading "unpause" or "unlock", a question's last "locked"
+    or "closed", or the "as" of "mark ... as done" heard as "is", put back."""
+    if words[:1] in (["mark"], ["tick"]):
+        k = next((i for i in range(1, len(words) - 1)
+                  if words[i] == "is" and words[i + 1] in _DONE), 0)
+        if k:
+            words = [*words[:k], "as", *words[k + 1:]]
     for heard, meant in UN_HEARD:
         if tuple(words[:len(heard)]) == heard:
             return [meant, *words[len(heard):]]
