@@ -613,6 +613,35 @@ def test_spoken_punctuation_and_misheard_verbs(model: HomeModel) -> None:
     assert repair_commands("is the door done".split()) == "is the door done".split()
 
 
+def test_the_words_around_a_command_that_change_it() -> None:
+    from edge_runtime.nlu.home.model import ends_in_list
+    from edge_runtime.nlu.home.words import commanded, excepted, leading_word, renumbered, told
+    assert renumbered("set a timer for 8 minutes, no, 10") == "set a timer for 10 minutes"
+    assert renumbered("volume to forty, no, thirty") == "volume to thirty"
+    assert commanded("lock the back door, the side door can wait") == "lock the back door"
+    assert commanded("pause the tv but leave the timer running") == "pause the tv"
+    assert excepted("close all the blinds except the @name @cover".split())
+    assert not excepted("close all the blinds".split())
+    assert leading_word("so um close the skylight".split()) == "close"
+    assert ends_in_list("put lock the @name @lock on the @name @todo list".split())
+    assert ends_in_list("add milk to @name @todo".split())
+    assert not ends_in_list("put the @name @light on".split())
+    # a device named first, then what it does or did: said of it, not asked of it
+    assert told("the @name @light make the @area look purple".split())
+    assert told("the @name @switch filled up in ten minutes".split())
+    assert not told("the @name @light on please".split())
+    assert not told("the @name @cover closed".split())
+
+
+def test_a_correction_with_its_own_verb_and_a_name_heard_right(model: HomeModel) -> None:
+    p = model.parse("open the garage door, no sorry, turn on the sofa lamp")
+    assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOn", "sofa lamp", True)
+    # a name heard right is never cut by the repair of the word after it
+    lists = HomeLists((), (), {"dust extractor": "switch", "extractor fan": "fan"})
+    words = "the dust extractor filled up".split()
+    assert lists.repair(words, frozenset(("the", "up"))) == words
+
+
 def test_statements_tags_and_reasons_in_parsing(model: HomeModel) -> None:
     for text in ("the garage door was open all night", "i already locked the garage door",
                  "the garage door is open, right?"):

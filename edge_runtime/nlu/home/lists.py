@@ -121,7 +121,8 @@ class HomeLists:
                cutoff: float = REPAIR_CUTOFF) -> list[str]:
         """``words`` with misheard names and areas put back (best matches first, not
         overlapping); unchanged when every word is ``known`` or in the lists."""
-        exact = {i for m in self.matches(words) for i in range(m.start, m.end)}
+        heard = self.matches(words)
+        exact = {i for m in heard for i in range(m.start, m.end)}
         odd = [i for i, w in enumerate(words) if i not in exact and w not in known
                and not w[:1].isdigit()]
         if not odd:
@@ -129,8 +130,11 @@ class HomeLists:
         found = []
         for i in range(len(words)):
             for k in range(2, min(self._longest + 1, len(words) - i) + 1):
-                if not any(i <= j < i + k for j in odd):
-                    continue
+                if not any(i <= j < i + k for j in odd) or any(
+                        m.start < i + k and i < m.end and not i <= m.start < m.end <= i + k
+                        for m in heard):
+                    continue            # (a name heard right is never cut: "dust extractor
+                                        # filled" is not the extractor fan)
                 span = " ".join(words[i:i + k])
                 key = sound_key(span)
                 for phrase, flat, pkey in self._sounds.get(key[:1], ()):

@@ -34,6 +34,7 @@ from .words import (
     SURE_CORRECTIONS,
     DOWN, FULL, ITEM_SAID, KELVIN_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NO_ITEM,
     OPENING, RUNNING, STARTED, STATE_OF_VERB, TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked,
+    excepted, leading_word,
     commanded, named_kinds, negated, renumbered, repair_commands, told, turned_up_or_down)
 
 
@@ -209,6 +210,16 @@ _NOT_WILD = frozenset(NUMBER_WORDS | {"hour", "hours", "minute", "minutes", "sec
                                       "today", "tonight", "already", "too", "also"})
 
 
+def ends_in_list(masked: list[str]) -> bool:
+    """The request ends with a list's phrase ("... on the chores list", "... to @todo")."""
+    return any(all(w in _LIST_WORDS or w in DETERMINERS or w in _LIST_NAMING
+                   for w in masked[i + 1:]) for i in list_phrase_starts(masked)) or \
+        len(masked) > 3 and masked[-3] in _LIST_LEADS and masked[-2:] == ["@name", "@todo"]
+
+
+_LIST_NAMING = frozenset(("@todo", "@name", "shopping", "to", "do", "todo"))
+
+
 def list_phrase_starts(words: list[str]) -> set[int]:
     """Where a list's phrase begins in ``words`` ("add soap [to my shopping list]", "check off
     tent [from the @name @todo list]"): a preposition, then "list" at most five words on
@@ -375,6 +386,7 @@ class HomeModel:
         self._col = np.array([self._at[i] for i, _ in self._intent_of])
         self._is_action = np.array([is_action(i) for i in self._intents])
         self._light_set = np.array([i == "HassLightSet" for i in self._intents])
+        self._listed = np.array([REQUIRED.get(i) == ("item",) for i in self._intents])
 
     @property
     def intents(self) -> list[str]:
@@ -444,7 +456,11 @@ class HomeModel:
             if marker is None:
                 continue
             before, after = words[:k], words[k + len(marker):]
+            while after[:1] and after[0] in ("no", "sorry", "wait"):
+                after = after[1:]            # "no, sorry, ..."
             said, meant = self.lists.matches(before), self.lists.matches(after)
+            if said and meant and leading_word(after) in COMMAND_VERBS:
+                return " ".join(after)     # "open the garage door, no sorry, unlock the barn door"
             if said and meant:
                 m, c = said[-1], meant[0]
                 return " ".join([*before[:m.start], *after[c.start:c.end], *before[m.end:]])
@@ -509,7 +525,7 @@ class HomeModel:
                 best = (float(per_intent[top]), top, probs, per_intent, found, masked)
         assert best is not None
         confidence, top, probs, per_intent, found, masked = best
-        top, confidence = self._fitted(top, confidence, per_intent, masked)
+        top, confidence = self._fitted(top, confidence, per_intent, masked, question)
         intent = self._intents[top]
         second = self._intents[int(np.argsort(per_intent)[-2])] if len(self._intents) > 1 else ""
         if intent == OTHER:
@@ -560,6 +576,7 @@ class HomeModel:
                          accepted=confidence >= self.threshold(intent) and not missing
                          and not (told(masked) and not (question and not is_action(intent)))
                          and not self._elsewhere(intent, masked)
+                         and not (is_action(intent) and excepted(masked))
                          and not (is_action(intent) and (question or self._unsaid(intent, masked))),
                          missing=missing, runner_up=second)
 
@@ -590,13 +607,21 @@ class HomeModel:
             first in self.vocab or first.startswith("@") or number_word(first)) and (
             then in DETERMINERS or then.startswith("@"))
 
-    def _fitted(self, top: int, confidence: float, per_intent: np.ndarray, masked: list[str]
-                ) -> tuple[int, float]:
+    def _fitted(self, top: int, confidence: float, per_intent: np.ndarray, masked: list[str],
+                question: bool = False) -> tuple[int, float]:
         """The intent (and its confidence) that fits what the request names, where the
         classifier's best reading does not: a light setting on no light, a cover opened to
         a number, a media player turned up, a cover moved to no position, a vacuum or mower
         turned on."""
         intent, said = self._intents[top], set(masked)
+        if not self._listed[top] and ends_in_list(masked):
+            # "put lock the barn door on the chores list": an item that sounds like a command
+            top = int(np.where(self._listed, per_intent, -1.0).argmax())
+            return top, float(per_intent[top])
+        if intent == "HassGetState" and not question and leading_word(masked) in COMMAND_VERBS:
+            # "lock all the doors", "so um close the skylight": a command, not a question
+            top = int(np.where(self._is_action, per_intent, -1.0).argmax())
+            return top, float(per_intent[top])
         light, cover = named_kinds(said)
         cover = cover and not light
         number = any(said_number(w) and w != "one" for w in masked)

@@ -32,6 +32,24 @@ COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "u
                            "dim", "change", "make", "raise", "lower", "kill", "run", "do"))
 
 
+# words before the request that say nothing of it ("so um close the skylight")
+_FILLERS = frozenset(("so", "um", "uh", "er", "erm", "ok", "okay", "hey", "oh", "well", "right",
+                      "now", "and", "like", "hmm", "alright"))
+
+
+def leading_word(masked: list[str]) -> str:
+    """The first word of a request after its fillers ("so um close ..." -> "close")."""
+    return next((w for w in masked if w not in _FILLERS), "")
+
+
+# "close all the blinds except the blackout blind": no intent says "all but one": asked back
+_EXCEPT = (("except",), ("apart", "from"), ("other", "than"), ("but", "not"))
+
+
+def excepted(masked: list[str]) -> bool:
+    return any(tuple(masked[i:i + len(e)]) == e for e in _EXCEPT for i in range(len(masked)))
+
+
 def negated(masked: list[str]) -> bool:
     """A negation before a command verb: "don't turn off the lights", "no need to unlock
     the gate", "I'm not going to open it" (not "I can't see, turn the lights on")."""
@@ -69,7 +87,8 @@ def asked(text: str, words: list[str]) -> bool:
 # with a full stop as often as a comma ("Turn the lamp off. The fan can stay on.")
 _SPARED = re.compile(r"[,;.!]\s*(?:but\s+)?(?:not\b|leave\b|keep\b|dont\s+bother\b|"
                      r"don't\s+bother\b)[^,;.!]*[.!]?$|"
-                     r"[,;.!][^,;.!]*\b(?:can|should|may)\s+stay\b[^,;.!]*[.!]?$", re.I)
+                     r"[,;.!][^,;.!]*\b(?:can|should|may)\s+(?:stay|wait)\b[^,;.!]*[.!]?$|"
+                     r"\s+but\s+(?:leave|keep)\s+[^,;.!]*[.!]?$", re.I)
 _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$", re.I)
 _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+you\s+)?"
                             r"(?:turn|switch|put|set|open|close|shut|lock|unlock|start|stop|"
@@ -86,9 +105,14 @@ def commanded(text: str) -> str:
 
 
 # "set the volume to 30, no, 20", "21, no, make it 22": the number said last is meant
-_RENUMBER = re.compile(r"^(?P<head>.*?)(?P<old>\d+(?:\.\d+)?)(?P<unit>\s*(?:percent|%|degrees)?)"
+_NUMBER = (r"(?:\d+(?:\.\d+)?|(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
+           r"(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?|one|two|three|four|five|"
+           r"six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|"
+           r"eighteen|nineteen|a\s+hundred|one\s+hundred|hundred))")
+_UNIT = r"\s*(?:percent|%|degrees|minutes?|seconds?|hours?)?"
+_RENUMBER = re.compile(rf"^(?P<head>.*?\b)(?P<old>{_NUMBER})(?P<unit>{_UNIT})"
                        r"[,.]?\s+(?:no|sorry|i\s+mean|actually)[,.]?\s+(?:make\s+it\s+)?"
-                       r"(?P<new>\d+(?:\.\d+)?)\s*(?:percent|%|degrees)?\s*[.!]?$", re.I)
+                       rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*[.!]?$", re.I)
 
 
 def renumbered(text: str) -> str | None:
@@ -96,7 +120,7 @@ def renumbered(text: str) -> str | None:
     m = _RENUMBER.match(text.strip())
     if m is None:
         return None
-    return f"{m['head']}{m['new']}{m['unit']}"
+    return f"{m['head']}{m['new']}{m['unit'] or m['unit2']}"
 
 
 # timer requests, and the media a timer request may really be about
@@ -117,10 +141,27 @@ TOLD = frozenset(("love", "like", "hate", "think", "thought", "wonder", "bought"
 
 def told(masked: list[str]) -> bool:
     """A statement about the home, not a request of it: "I love the new chandelier",
-    "I turned the heater off", "the front door was unlocked all night", a reminder."""
+    "I turned the heater off", "the front door was unlocked all night", "the grow lights make
+    the greenhouse look purple", "the dust extractor filled up", a reminder."""
     first, then = (masked + ["", ""])[:2]
     return first in ("i", "we") and then in TOLD or (first, then) == ("remind", "me") or \
-        bool(PAST.intersection(masked))
+        bool(PAST.intersection(masked)) or _said_of(masked)
+
+
+# what a device named first does or did: "the lamp flickered", "the fan makes a noise"
+_DOES = frozenset(("make", "makes", "made", "look", "looks", "keeps", "kept", "smells", "sounds",
+                   "needs", "seems", "went", "got", "broke", "has", "had"))
+
+
+def _said_of(masked: list[str]) -> bool:
+    i = 1 if masked[:1] in (["the"], ["my"], ["our"]) else 0
+    if not masked[i:i + 1] or not masked[i].startswith("@"):
+        return False
+    while i < len(masked) and masked[i].startswith("@"):
+        i += 1
+    verb = masked[i] if i < len(masked) else ""
+    return verb in _DOES or len(verb) > 4 and verb.endswith("ed") and \
+        verb not in STATE_OF_VERB.values() and verb not in ("opened",)
 
 
 TURNED = frozenset(("on", "off", "up", "down", "out", "to", "into", "@color"))
