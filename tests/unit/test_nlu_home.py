@@ -633,6 +633,16 @@ def test_the_words_around_a_command_that_change_it() -> None:
     assert not told("the @name @cover closed".split())
 
 
+def test_an_item_before_a_list_named_list(model: HomeModel) -> None:
+    # the to-do list's own name holds the word "list" ("Camping List"), or none ("Chores")
+    home = model.with_lists(HomeLists((), (), {"camping list": "todo", "chores": "todo"}))
+    for text, name in (("add a torch to the camping list", "camping list"),
+                       ("add a torch to chores", "chores")):
+        p = home.parse(text)
+        assert (p.intent, p.slots.get("name"), p.slots.get("item")) == \
+            ("HassListAddItem", name, "torch"), text
+
+
 def test_a_correction_with_its_own_verb_and_a_name_heard_right(model: HomeModel) -> None:
     p = model.parse("open the garage door, no sorry, turn on the sofa lamp")
     assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOn", "sofa lamp", True)

@@ -231,7 +231,7 @@ def list_phrase_starts(words: list[str]) -> set[int]:
         for k in range(i + 1, min(len(words), i + 7)):
             if words[k] in _LIST_LEADS:
                 break
-            if words[k] in _LIST_WORDS:
+            if words[k] in _LIST_WORDS or words[k] == "@todo":   # ("to the camping list")
                 out.add(i)
                 break
     return out
