@@ -633,6 +633,20 @@ def test_the_words_around_a_command_that_change_it() -> None:
     assert not told("the @name @cover closed".split())
 
 
+def test_a_name_said_another_way_matches_but_is_never_a_repair() -> None:
+    lists = HomeLists(("tv room",), (), {"tv": "media_player", "television": "media_player",
+                                        "sofa lamp": "light"})
+    said = {" ".join(w.split()): m.value for w in ("pause the telly", "the couch lamp",
+                                                   "the television", "the telly room")
+            for m in lists.matches(w.split())}
+    # (the home's own "television" wins over the TV said another way)
+    assert said["the television"] == "television" and said["the couch lamp"] == "sofa lamp"
+    assert said["the telly room"] == "tv room" and said["pause the telly"] in ("tv", "television")
+    # "travel alarm" sounds like no phrase the home says ("telly room" is not one)
+    words = "add travel alarm clock".split()
+    assert lists.repair(words, frozenset(("add", "clock"))) == words
+
+
 def test_an_item_before_a_list_named_list(model: HomeModel) -> None:
     # the to-do list's own name holds the word "list" ("Camping List"), or none ("Chores")
     home = model.with_lists(HomeLists((), (), {"camping list": "todo", "chores": "todo"}))

@@ -84,6 +84,7 @@ class HomeLists:
 
     def __post_init__(self) -> None:
         table: dict[tuple[str, ...], tuple[str, str, str]] = {}
+        plain: set[tuple[str, ...]] = set()      # the phrases as the home says them
         # entity names first: "kitchen light" is a name, not the area kitchen + "light"
         for slot, values in (("name", self.names.items()), ("area", ((a, "") for a in self.areas)),
                              ("floor", ((f, "") for f in self.floors))):
@@ -92,7 +93,12 @@ class HomeLists:
                 if not words:
                     continue
                 for form in _forms(words):
+                    plain.add(form)
                     table.setdefault(form, (slot, value, domain))
+        # then the same phrases said another way, where no phrase of the home is said so
+        for form in sorted(plain):
+            for other in said_otherwise([form]):
+                table.setdefault(other, table[form])
         self._table = table
         self._longest = max((len(k) for k in table), default=0)
         # the same phrases with their spaces dropped: recognizers and people split and join
@@ -110,7 +116,8 @@ class HomeLists:
         lit = {(*phrase_words(a), w) for a in self.areas if len(phrase_words(a)) == 1
                for w in ("lights", "light")}
         self._lit = lit
-        for words in {k for k in table if len(k) > 1} | lit:
+        # (not the names said another way: "travel alarm" is not the "telly room")
+        for words in {k for k in plain if len(k) > 1} | lit:
             text = " ".join(words)
             key = sound_key(text)
             if key:
@@ -220,10 +227,23 @@ class HomeLists:
                    dict(data.get("names", {})))
 
 
+# everyday words for the same thing: "the telly" is the home's TV, "the couch lamp" its Sofa
+# Lamp (a name as the home says it always wins over one found through these)
+_SAME = (("tv", "telly", "television", "tele"), ("sofa", "couch", "settee"))
+_SAME_AS = {w: group for group in _SAME for w in group}
+
+
 def _forms(words: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The phrase, and its last word singular or plural."""
     last = words[-1]
     forms = [words]
     if len(last) > 2:
         other = last[:-1] if last.endswith("s") else last + "s"
         forms.append((*words[:-1], other))
     return forms
+
+
+def said_otherwise(forms: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """``forms`` with one word said another way (``_SAME``)."""
+    return [(*f[:i], alt, *f[i + 1:]) for f in forms for i, w in enumerate(f)
+            for alt in _SAME_AS.get(w, ()) if alt != w]
