@@ -647,6 +647,16 @@ def test_a_name_said_another_way_matches_but_is_never_a_repair() -> None:
     assert lists.repair(words, frozenset(("add", "clock"))) == words
 
 
+def test_half_is_fifty(model: HomeModel) -> None:
+    from edge_runtime.nlu.home.model import halfway
+    assert halfway("open the awning halfway".split()) and halfway("blinds half way".split())
+    assert not halfway("half a minute".split())
+    p = model.parse("open the garage door halfway")
+    assert (p.intent, p.slots.get("position")) == ("HassSetPosition", 50)
+    p = model.parse("set the sofa lamp to half brightness")
+    assert (p.intent, p.slots.get("brightness")) == ("HassLightSet", 50)
+
+
 def test_an_item_before_a_list_named_list(model: HomeModel) -> None:
     # the to-do list's own name holds the word "list" ("Camping List"), or none ("Chores")
     home = model.with_lists(HomeLists((), (), {"camping list": "todo", "chores": "todo"}))

@@ -339,6 +339,12 @@ _CLAUSE = re.compile(r"[,;.!?]+\s")        # (a decimal point is no clause bound
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
 
 
+def halfway(masked: list[str]) -> bool:
+    """ "halfway", "half way", "half open": a cover's position of 50."""
+    return "halfway" in masked or any(a == "half" and b in ("way", "open", "closed", "up", "down")
+                                      for a, b in zip(masked, masked[1:], strict=False))
+
+
 def run_on(m: Match, found: list[Match], words: list[str]) -> bool:
     """An area that begins the next sentence, heard without its full stop ("turn on the
     dehumidifier the cellar smells damp again"): right after a device's name and "the",
@@ -624,7 +630,7 @@ class HomeModel:
             return top, float(per_intent[top])
         light, cover = named_kinds(said)
         cover = cover and not light
-        number = any(said_number(w) and w != "one" for w in masked)
+        number = any(said_number(w) and w != "one" for w in masked) or halfway(masked)
         if intent == "HassLightSet" and not light and (
                 cover or said & CLIMATE_WORDS and not said & KELVIN_WORDS):
             # "set the shades to 40 percent", "make the bedroom temperature 20": no light
@@ -692,9 +698,11 @@ class HomeModel:
                 cover and ("closed" if "down" in said else "open" if "up" in said else None))
             if state:
                 slots["state"] = state
+        if intent == "HassSetPosition" and "position" not in slots and halfway(masked):
+            slots["position"] = 50               # "open the awning halfway"
         if intent == "HassLightSet" and not set(slots) & {"brightness", "color", "temperature"} \
-                and said & FULL and "brightness" in said:
-            slots["brightness"] = 100            # "full brightness"
+                and said & (FULL | {"half"}) and "brightness" in said:
+            slots["brightness"] = 50 if "half" in said else 100   # "full brightness", "half"
         for m in found:
             if m.slot in allowed and m.slot not in slots:
                 slots[m.slot] = m.value
