@@ -647,6 +647,15 @@ def test_a_name_said_another_way_matches_but_is_never_a_repair() -> None:
     assert lists.repair(words, frozenset(("add", "clock"))) == words
 
 
+def test_a_players_intent_on_a_lamp_or_set_to_nothing_is_asked_back(model: HomeModel) -> None:
+    # misheard: "Sofa Lamp, Pause." was "sofa lamp off"; "Set the sofa lamp, W." was a colour
+    for text in ("Sofa Lamp, Pause.", "turn the sofa lamp sound to 40 percent",
+                 "Set the sofa lamp, W."):
+        assert not model.parse(text).accepted, text
+    p = model.parse("pause the kitchen radio")
+    assert (p.intent, p.accepted) == ("HassMediaPause", True)
+
+
 def test_half_is_fifty(model: HomeModel) -> None:
     from edge_runtime.nlu.home.model import halfway
     assert halfway("open the awning halfway".split()) and halfway("blinds half way".split())

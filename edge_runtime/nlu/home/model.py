@@ -170,6 +170,15 @@ _ALL_WORDS = frozenset(("all", "every", "everything", "everywhere", "whole", "en
 _OWN_NAMES = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer",
                         "HassDecreaseTimer", "HassPauseTimer", "HassUnpauseTimer",
                         "HassTimerStatus", "HassCancelAllTimers"))
+# what a media player does, and the devices that are not one: a player's intent on a lamp
+# alone is misheard ("Bedside Lamp, Pause." was "bedside lamp off")
+_PLAYER_INTENTS = frozenset(("HassMediaPause", "HassMediaUnpause", "HassMediaNext",
+                             "HassMediaPrevious", "HassSetVolume", "HassSetVolumeRelative",
+                             "HassMediaPlayerMute", "HassMediaPlayerUnmute"))
+_PLAYED = frozenset(("@media_player", "music", "song", "track", "tv", "radio", "speaker",
+                     "speakers", "stereo", "playlist", "album", "podcast", "telly", "television"))
+_NOT_PLAYED = frozenset(("@light", "@cover", "@fan", "@lock", "@switch", "@climate", "@vacuum",
+                         "light", "lights", "lamp", "lamps", "blinds", "blind", "fan", "door"))
 # timer actions that, without the word, could as well be the music's ("pause this")
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
@@ -431,9 +440,13 @@ class HomeModel:
         if len(clauses) < 2:
             return whole
         last = self._parse(self._referred(clauses[:-1], clauses[-1]))
-        if whole.accepted and last.intent == whole.intent and \
-                set(whole.slots) & set(ENTITY_SLOTS) and not set(last.slots) & set(ENTITY_SLOTS):
-            return whole                   # "Soundbar, volume 35": the device said first
+        named_before = self.lists.matches(normalize_text(" ".join(clauses[:-1])).split())
+        if named_before and last.accepted and not set(last.slots) & set(ENTITY_SLOTS) \
+                and (last.intent == whole.intent or not whole.accepted) and \
+                REQUIRED.get(last.intent) != ("item",):
+            # "Soundbar, volume 35": the device said first is the command's; "Bedside Lamp,
+            # Pause." does not pause whatever plays
+            return whole
         if last.accepted and is_action(last.intent) and (
                 not whole.accepted or last.intent == whole.intent
                 or last.confidence > whole.confidence):
@@ -609,6 +622,11 @@ class HomeModel:
         if intent in ("HassTurnOn", "HassTurnOff") and "turn" in masked and \
                 not TURNED.intersection(masked):
             return True            # "turn the floor lamp paint"
+        if intent in ("HassTurnOn", "HassTurnOff") and leading_word(masked) in ("set", "change") \
+                and not TURNED.intersection(masked):
+            return True            # "set the star projector, w": to what?
+        if intent in _PLAYER_INTENTS and not said & _PLAYED and said & _NOT_PLAYED:
+            return True            # "bedside lamp, pause", "the nursery lights, sound to 10"
         return all(w.startswith("@") for w in masked) or not (
             first in self.vocab or first.startswith("@") or number_word(first)) and (
             then in DETERMINERS or then.startswith("@"))
