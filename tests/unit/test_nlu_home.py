@@ -656,6 +656,34 @@ def test_a_players_intent_on_a_lamp_or_set_to_nothing_is_asked_back(model: HomeM
     assert (p.intent, p.accepted) == ("HassMediaPause", True)
 
 
+def test_statements_advice_and_the_verbs_own_word(model: HomeModel) -> None:
+    from edge_runtime.nlu.home.model import particle
+    from edge_runtime.nlu.home.words import negated, told
+    assert particle("turn off the lights on the @area".split()) == "off"
+    assert particle("please switch on the @name @light".split()) == "on"
+    assert particle("can you turn off the lights".split()) == ""     # (not leading)
+    p = model.parse("turn off the lights on the living room, we are coming in")
+    assert (p.intent, p.slots.get("area")) == ("HassTurnOff", "living room")
+    assert told("the @name @switch s just boiled".split())
+    assert told("my timer went off".split())
+    assert negated("no dont skip this one".split()) and negated("dont bother with it".split())
+    assert not model.parse("should i put the sofa lamp on now or later").accepted
+
+
+def test_a_clause_naming_only_a_device_takes_the_command_before_it(model: HomeModel) -> None:
+    p = model.parse("don't turn off the garage door, just the sofa lamp")
+    assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOff", "sofa lamp", True)
+    # without "just" or a negation it is no command of its own
+    p = model.parse("close the garage door, the hot sofa lamp")
+    assert (p.intent, p.slots.get("name")) == ("HassTurnOff", "garage door")
+
+
+def test_a_to_do_item_keeps_its_particle(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists((), (), {"chores": "todo"}))
+    p = home.parse("add take the bins out to chores")
+    assert p.slots.get("item") == "take the bins out"
+
+
 def test_half_is_fifty(model: HomeModel) -> None:
     from edge_runtime.nlu.home.model import halfway
     assert halfway("open the awning halfway".split()) and halfway("blinds half way".split())

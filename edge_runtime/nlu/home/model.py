@@ -34,7 +34,7 @@ from .words import (
     SURE_CORRECTIONS,
     DOWN, FULL, ITEM_SAID, KELVIN_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NO_ITEM,
     OPENING, RUNNING, STARTED, STATE_OF_VERB, TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked,
-    excepted, leading_word,
+    NEGATIONS, excepted, leading_word,
     commanded, named_kinds, negated, renumbered, repair_commands, told, turned_up_or_down)
 
 
@@ -138,7 +138,7 @@ _PARTICLES = frozenset(("off", "out", "up", "down"))
 _LIST_LEADS = frozenset(("to", "on", "onto", "in", "into", "from", "off"))
 _LIST_WORDS = frozenset(("list", "lists"))
 # words of the request around an item, never inside one ("can you add this soap": this soap)
-_NOT_IN_ITEM = frozenset(("add", "added", "you"))
+_NOT_IN_ITEM = frozenset(("add", "added", "you", "stick", "chuck"))
 _TIME_UNITS = frozenset(("hour", "minute", "second"))
 # an intent acts only with one of these slots; without, it is asked back
 REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
@@ -156,7 +156,7 @@ REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
 # is read as the most likely intent that only answers
 QUESTION_STARTS = frozenset(("is", "are", "did", "do", "does", "have", "has", "was", "were",
                              "how", "hows", "what", "whats", "which", "where", "wheres", "why",
-                             "who", "whos", "tell"))
+                             "who", "whos", "tell", "should", "shall"))
 # requests about a device or area: with an unknown word and no name or area, asked back
 TARGETED = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition",
                       "HassGetState"))
@@ -324,8 +324,9 @@ class WildText:
                 while item and len(words) > 1 and (words[0] in _PARTICLES
                                                    or words[0] in _AMOUNTS):
                     words.pop(0)
-                while item and len(words) > 1 and words[-1] in _PARTICLES:
-                    words.pop()
+                while item and len(words) > 1 and words[-1] in _PARTICLES and not (
+                        len(words) > 2 and words[0] not in EDGE_WORDS):
+                    words.pop()            # ("take the bins out" keeps its "out")
                 out[slot] = " ".join(words)
         return out
 
@@ -346,6 +347,14 @@ def _measure(word: str) -> bool:
 _CLAUSE = re.compile(r"[,;.!?]+\s")        # (a decimal point is no clause boundary)
 
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
+
+
+def particle(masked: list[str]) -> str:
+    """The word right after a leading "turn", "switch" or "flip" ("turn off ..." -> "off")."""
+    words = [w for w in masked if w not in ("please",)]
+    k = next((i for i, w in enumerate(words) if w in ("turn", "switch", "flip")), None)
+    return words[k + 1] if k is not None and k + 1 < len(words) and \
+        leading_word(words) == words[k] else ""
 
 
 def halfway(masked: list[str]) -> bool:
@@ -439,7 +448,8 @@ class HomeModel:
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
         if len(clauses) < 2:
             return whole
-        last = self._parse(self._referred(clauses[:-1], clauses[-1]))
+        elided = self._elided(clauses[0], clauses[-1]) if len(clauses) == 2 else None
+        last = self._parse(elided or self._referred(clauses[:-1], clauses[-1]))
         named_before = self.lists.matches(normalize_text(" ".join(clauses[:-1])).split())
         if named_before and last.accepted and not set(last.slots) & set(ENTITY_SLOTS) \
                 and (last.intent == whole.intent or not whole.accepted) and \
@@ -460,6 +470,23 @@ class HomeModel:
             if head and head[0] in COMMAND_VERBS and first.accepted and is_action(first.intent):
                 return first
         return whole
+
+    def _elided(self, first: str, last: str) -> str | None:
+        """A last clause that names a device but not what to do, after a command on another
+        one ("don't turn off the floor lamp, just the bookshelf lights"): the first clause's
+        command on it ("turn off the bookshelf lights"); None when that is not so."""
+        head_words, tail_words = normalize_text(first).split(), normalize_text(last).split()
+        if not tail_words or set(tail_words) & (COMMAND_VERBS | TURNED) or \
+                not (NEGATIONS & set(head_words) or tail_words[0] in ("just", "only")):
+            return None
+        said, meant = self.lists.matches(head_words), self.lists.matches(tail_words)
+        if not said or not meant:
+            return None
+        verb = [w for w in head_words[:said[0].start] if w not in NEGATIONS and w != "do"]
+        if leading_word(verb) not in COMMAND_VERBS:
+            return None
+        return " ".join([*verb, *tail_words[meant[0].start:meant[0].end],
+                         *head_words[said[0].end:]])
 
     def _corrected(self, text: str) -> str | None:
         """``text`` with a spoken self-correction applied: "turn off the desk lamp, I mean
@@ -666,6 +693,10 @@ class HomeModel:
         elif intent in ("HassTurnOn", "HassTurnOff") and turned_up_or_down(masked) and (
                 "@media_player" in said or said & MEDIA_WORDS):
             moved = "HassSetVolumeRelative"    # "turn up the radio": louder, not on
+        elif intent in ("HassTurnOn", "HassTurnOff") and particle(masked) in ("on", "off") and \
+                intent != ("HassTurnOn" if particle(masked) == "on" else "HassTurnOff"):
+            # "turn off the lights on the roof terrace": the verb's own word says which
+            moved = "HassTurnOn" if particle(masked) == "on" else "HassTurnOff"
         elif intent == "HassSetPosition" and not number:
             moved = max(("HassTurnOn", "HassTurnOff"), key=lambda i: per_intent[self._at[i]])
         elif intent == "HassTurnOn":
@@ -713,7 +744,8 @@ class HomeModel:
             cover = named_kinds(said)[1]
             state = "on" if said & RUNNING else next(
                 (v for k, v in STATE_OF_VERB.items() if k in said), None) or (
-                cover and ("closed" if "down" in said else "open" if "up" in said else None))
+                cover and ("closed" if "down" in said else "open" if said & {"up", "out"}
+                           else None))
             if state:
                 slots["state"] = state
         if intent == "HassSetPosition" and "position" not in slots and halfway(masked):

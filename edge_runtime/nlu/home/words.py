@@ -25,11 +25,12 @@ NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt"
 # said of the past: a statement about the home, not a request of it ("the front door was
 # unlocked all night", "the timer went off ages ago")
 # ("were" is not among them: it is also how "we're" is written without its apostrophe)
-PAST = frozenset(("was", "yesterday", "ago", "earlier", "already"))
+PAST = frozenset(("was", "yesterday", "ago", "earlier", "already", "went"))
 # the verbs a negation before them takes back ("don't turn off", "do not open")
 COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "unlock", "start",
                            "stop", "set", "put", "play", "pause", "add", "remove", "cancel",
-                           "dim", "change", "make", "raise", "lower", "kill", "run", "do"))
+                           "dim", "change", "make", "raise", "lower", "kill", "run", "do",
+                           "skip", "mute", "unmute", "resume", "unpause", "brighten", "bother"))
 
 
 # words before the request that say nothing of it ("so um close the skylight")
@@ -159,6 +160,8 @@ def _said_of(masked: list[str]) -> bool:
         return False
     while i < len(masked) and masked[i].startswith("@"):
         i += 1
+    while i < len(masked) and masked[i] in ("s", "has", "just", "already", "finally"):
+        i += 1                     # "the kettle's just boiled"
     verb = masked[i] if i < len(masked) else ""
     return verb in _DOES or len(verb) > 4 and verb.endswith("ed") and \
         verb not in STATE_OF_VERB.values() and verb not in ("opened",)
