@@ -684,6 +684,30 @@ def test_a_to_do_item_keeps_its_particle(model: HomeModel) -> None:
     assert p.slots.get("item") == "take the bins out"
 
 
+def test_free_text_stops_where_it_goes_and_the_shopping_list_is_its_own(model: HomeModel
+                                                                         ) -> None:
+    p = model.parse("play frozen on the kitchen radio for the kids")
+    assert (p.slots.get("search_query"), p.slots.get("name")) == ("frozen", "kitchen radio")
+    p = model.parse("play my dinner party playlist on the kitchen radio")
+    assert p.slots.get("search_query") in ("my dinner party", "dinner party")
+    home = model.with_lists(HomeLists((), (), {"shopping list": "todo"}))
+    p = home.parse("we have run out of toilet roll, stick it on the shopping list")
+    assert (p.intent, p.slots) == ("HassShoppingListAddItem", {"item": "toilet roll"})
+
+
+def test_what_someone_did_then_and_the_question_after_a_remark(model: HomeModel) -> None:
+    from edge_runtime.nlu.home.words import renumbered, told
+    assert told("ella left the @name @light on all night".split())
+    assert told("the @name @lock sticks when its cold".split())
+    assert not told("leave the @name @light on all night".split())
+    assert not model.parse("don't mow the lawn today, it's too wet").accepted
+    assert renumbered("set a timer for twelve minutes, no wait, fifteen") == \
+        "set a timer for fifteen minutes"
+    p = model.parse("i can't remember if i switched the sofa lamp off, is it still on")
+    assert (p.intent, p.slots.get("state"), p.slots.get("name")) == \
+        ("HassGetState", "on", "sofa lamp")
+
+
 def test_half_is_fifty(model: HomeModel) -> None:
     from edge_runtime.nlu.home.model import halfway
     assert halfway("open the awning halfway".split()) and halfway("blinds half way".split())

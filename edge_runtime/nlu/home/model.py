@@ -179,6 +179,9 @@ _PLAYED = frozenset(("@media_player", "music", "song", "track", "tv", "radio", "
                      "speakers", "stereo", "playlist", "album", "podcast", "telly", "television"))
 _NOT_PLAYED = frozenset(("@light", "@cover", "@fan", "@lock", "@switch", "@climate", "@vacuum",
                          "light", "lights", "lamp", "lamps", "blinds", "blind", "fan", "door"))
+# a to-do request on the list named "Shopping List" is the shopping list's own
+_ON_SHOPPING_LIST = {"HassListAddItem": "HassShoppingListAddItem",
+                     "HassListCompleteItem": "HassShoppingListCompleteItem"}
 # timer actions that, without the word, could as well be the music's ("pause this")
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
@@ -450,6 +453,10 @@ class HomeModel:
             return whole
         elided = self._elided(clauses[0], clauses[-1]) if len(clauses) == 2 else None
         last = self._parse(elided or self._referred(clauses[:-1], clauses[-1]))
+        asks = normalize_text(clauses[-1]).split()
+        if len(asks) > 2 and asks[0] in QUESTION_STARTS and last.accepted and \
+                not is_action(last.intent) and set(last.slots) & {*ENTITY_SLOTS, "state"}:
+            return last      # "I can't remember if I switched it off, is it still on"
         named_before = self.lists.matches(normalize_text(" ".join(clauses[:-1])).split())
         if named_before and last.accepted and not set(last.slots) & set(ENTITY_SLOTS) \
                 and (last.intent == whole.intent or not whole.accepted) and \
@@ -598,6 +605,9 @@ class HomeModel:
             intent = "HassSetVolume"             # "volume 40 percent": a level, not a step
             slots.pop("volume_step")
             slots["volume_level"] = abs(step)    # a level has no direction
+        if intent in _ON_SHOPPING_LIST and str(slots.get("name", "")).casefold() == "shopping list":
+            intent = _ON_SHOPPING_LIST[intent]   # "stick it on the shopping list"
+            del slots["name"]
         level = slots.get("volume_level")
         if isinstance(level, (int, float)) and not 0 <= level <= 100:
             del slots["volume_level"]            # asked back: a level is a percentage
@@ -715,6 +725,18 @@ class HomeModel:
         return other == top and "name" in self.intent_slots.get(intent, ()) and \
             intent not in _OWN_NAMES
 
+    def _cut_at_target(self, slots: dict, key: str, allowed: set[str]) -> None:
+        """A free text that runs on into where it goes ("frozen on the tv for the kids"):
+        cut before "on/in/at [the] <a name or area of the home>", which fills its slot."""
+        words = str(slots[key]).split()
+        for m in self.lists.matches(words):
+            at = m.start - (m.start > 0 and words[m.start - 1] == "the")
+            if at > 0 and words[at - 1] in ("on", "in", "at", "through"):
+                slots[key] = " ".join(words[:at - 1])
+                if m.slot in allowed and m.slot not in slots:
+                    slots[m.slot] = m.value
+                return
+
     def _slots(self, intent: str, label: str, text: str, found: list[Match],
                masked: list[str]) -> dict:
         allowed = self.intent_slots.get(intent, set())
@@ -757,12 +779,18 @@ class HomeModel:
             if m.slot in allowed and m.slot not in slots:
                 slots[m.slot] = m.value
         slots.update(self.wild.extract(label, masked, have=slots))
+        for key in FREE_SLOTS:
+            if key in slots:
+                self._cut_at_target(slots, key, allowed)
         query = str(slots.get("search_query", "")).split()
         kind = str(slots.get("media_class", ""))
         for lead in (["the", kind], [kind]):
             if kind and len(query) > len(lead) and query[:len(lead)] == lead:
                 slots["search_query"] = " ".join(query[len(lead):])   # "the playlist x": x
                 break
+        else:
+            if kind and len(query) > 1 and query[-1] == kind:
+                slots["search_query"] = " ".join(query[:-1])   # "my dinner party playlist"
         item = str(slots.get("item", "")).split()
         if len(item) == 1 and (said_number(item[0]) or item[0] in NO_ITEM):
             del slots["item"]      # "check no off the list", "check off 10": misheard

@@ -30,7 +30,8 @@ PAST = frozenset(("was", "yesterday", "ago", "earlier", "already", "went"))
 COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "unlock", "start",
                            "stop", "set", "put", "play", "pause", "add", "remove", "cancel",
                            "dim", "change", "make", "raise", "lower", "kill", "run", "do",
-                           "skip", "mute", "unmute", "resume", "unpause", "brighten", "bother"))
+                           "skip", "mute", "unmute", "resume", "unpause", "brighten", "bother",
+                           "mow", "vacuum", "hoover", "clean"))
 
 
 # words before the request that say nothing of it ("so um close the skylight")
@@ -112,7 +113,8 @@ _NUMBER = (r"(?:\d+(?:\.\d+)?|(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eigh
            r"eighteen|nineteen|a\s+hundred|one\s+hundred|hundred))")
 _UNIT = r"\s*(?:percent|%|degrees|minutes?|seconds?|hours?)?"
 _RENUMBER = re.compile(rf"^(?P<head>.*?\b)(?P<old>{_NUMBER})(?P<unit>{_UNIT})"
-                       r"[,.]?\s+(?:no|sorry|i\s+mean|actually)[,.]?\s+(?:make\s+it\s+)?"
+                       r"[,.]?\s+(?:no(?:\s+wait)?|wait|sorry|i\s+mean|actually)[,.]?\s+"
+                       r"(?:make\s+it\s+)?"
                        rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*[.!]?$", re.I)
 
 
@@ -146,7 +148,7 @@ def told(masked: list[str]) -> bool:
     the greenhouse look purple", "the dust extractor filled up", a reminder."""
     first, then = (masked + ["", ""])[:2]
     return first in ("i", "we") and then in TOLD or (first, then) == ("remind", "me") or \
-        bool(PAST.intersection(masked)) or _said_of(masked)
+        bool(PAST.intersection(masked)) or _said_of(masked) or _done_before(masked)
 
 
 # what a device named first does or did: "the lamp flickered", "the fan makes a noise"
@@ -164,7 +166,25 @@ def _said_of(masked: list[str]) -> bool:
         i += 1                     # "the kettle's just boiled"
     verb = masked[i] if i < len(masked) else ""
     return verb in _DOES or len(verb) > 4 and verb.endswith("ed") and \
-        verb not in STATE_OF_VERB.values() and verb not in ("opened",)
+        verb not in STATE_OF_VERB.values() and verb not in ("opened",) or \
+        verb in _HAPPENS                # "the shed door sticks when it's cold"
+
+
+# what a device does by itself, said of it
+_HAPPENS = frozenset(("sticks", "squeaks", "rattles", "leaks", "beeps", "flickers", "buzzes",
+                      "hums", "works", "breaks", "jams", "drips", "clicks", "wobbles", "stinks"))
+# a time that has passed: "we put the tree up this afternoon", "ella left the lamp on all night"
+_WHEN_PAST = (("this", "morning"), ("this", "afternoon"), ("last", "night"), ("last", "week"),
+              ("all", "night"), ("all", "day"))
+
+
+def _done_before(masked: list[str]) -> bool:
+    """Someone did it, then: "ella left the lava lamp on all night" (not "leave ... all
+    night", a request)."""
+    first = masked[0] if masked else ""
+    return first not in COMMAND_VERBS and first not in ("please", "can", "could", "leave",
+                                                         "keep") and \
+        any(tuple(masked[i:i + 2]) in _WHEN_PAST for i in range(len(masked)))
 
 
 TURNED = frozenset(("on", "off", "up", "down", "out", "to", "into", "@color"))
