@@ -708,6 +708,21 @@ def test_what_someone_did_then_and_the_question_after_a_remark(model: HomeModel)
         ("HassGetState", "on", "sofa lamp")
 
 
+def test_an_item_between_the_list_verb_and_the_list(model: HomeModel) -> None:
+    from edge_runtime.nlu.home.model import listed_item
+    lists = HomeLists(("shed",), (), {"chores": "todo", "shed door": "lock"})
+    for said, item in (("put lock the shed door on the chores list", "lock the shed door"),
+                       ("cross lock the shed door off chores", "lock the shed door"),
+                       ("mark clean the shed as done on chores", "clean the shed"),
+                       ("add an egg timer to the shopping list", "egg timer"),
+                       ("put them on the chores list", ""), ("turn on the shed door", "")):
+        words = said.split()
+        assert listed_item(words, lists.matches(words)) == item, said
+    p = model.with_lists(lists).parse("put lock the shed door on the chores list")
+    assert (p.intent, p.slots) == ("HassListAddItem",
+                                   {"name": "chores", "item": "lock the shed door"})
+
+
 def test_half_is_fifty(model: HomeModel) -> None:
     from edge_runtime.nlu.home.model import halfway
     assert halfway("open the awning halfway".split()) and halfway("blinds half way".split())

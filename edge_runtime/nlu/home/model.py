@@ -222,6 +222,47 @@ _NOT_WILD = frozenset(NUMBER_WORDS | {"hour", "hours", "minute", "minutes", "sec
                                       "today", "tonight", "already", "too", "also"})
 
 
+_ITEM_VERBS = frozenset(("add", "put", "stick", "pop", "write", "cross", "tick", "check", "mark",
+                         "remove", "take", "scratch", "strike", "delete"))
+_OWNERS = frozenset(("my", "our", "the", "your", "a"))
+
+
+def listed_item(words: list[str], found: list[Match]) -> str:
+    """The words between a list verb and the list ("put [lock the barn door] on the chores
+    list", "cross [lock the barn door] off chores", "mark [x] as done on chores"), names of
+    the home in them and all; "" when the request is not said that way."""
+    k = next((i for i, w in enumerate(words) if w not in _FILLERS_AND_POLITE), None)
+    if k is None or words[k] not in _ITEM_VERBS:
+        return ""
+    k += 1
+    while k < len(words) and words[k] in ("off", "down", "please"):
+        k += 1
+    # where the list is named: its to-do name, or the word "list"
+    named = [m.start for m in found if m.domain == "todo"] + \
+        [i for i, w in enumerate(words) if w in _LIST_WORDS]
+    if not named:
+        return ""
+    end = min(named)
+    while end > k and words[end - 1] in _OWNERS or end > k and words[end - 1] == "shopping":
+        end -= 1
+    if end <= k or words[end - 1] not in _LIST_LEADS:
+        return ""
+    end -= 1
+    done = next((i for i in range(k, end - 1) if words[i] == "as" and words[i + 1] in
+                 ("done", "complete", "completed", "finished")), None)
+    span = words[k:done if done is not None else end]
+    while span and span[0] in ("a", "an", "some", "more", "any"):
+        span = span[1:]
+    if not span or span[0] in BACK | {"this", "that", "these"} or len(span) > 8 or \
+            len(span) == 1 and (span[0] in NO_ITEM or said_number(span[0])):
+        return ""                          # "put them on the list": what? (said before)
+    return " ".join(span)
+
+
+_FILLERS_AND_POLITE = frozenset(("so", "um", "uh", "er", "ok", "okay", "hey", "please", "can",
+                                 "could", "would", "you", "will", "just", "and"))
+
+
 def ends_in_list(masked: list[str]) -> bool:
     """The request ends with a list's phrase ("... on the chores list", "... to @todo")."""
     return any(all(w in _LIST_WORDS or w in DETERMINERS or w in _LIST_NAMING
@@ -554,7 +595,7 @@ class HomeModel:
         return " ".join([*words[:at], "the", *earlier[m.start:end], *words[at + 1:]])
 
     def _parse(self, text: str) -> HomeParse:
-        words = normalize_text(text).split()
+        words = heard = normalize_text(text).split()
         if not words:
             return HomeParse(OTHER, 1.0)
         if self.repair:
@@ -605,6 +646,11 @@ class HomeModel:
             intent = "HassSetVolume"             # "volume 40 percent": a level, not a step
             slots.pop("volume_step")
             slots["volume_level"] = abs(step)    # a level has no direction
+        if REQUIRED.get(intent) == ("item",) and "item" not in slots:
+            # "put lock the barn door on the chores list", as said (not as repaired)
+            item = listed_item(heard if len(heard) == len(words) else words, found)
+            if item:
+                slots["item"] = item
         if intent in _ON_SHOPPING_LIST and str(slots.get("name", "")).casefold() == "shopping list":
             intent = _ON_SHOPPING_LIST[intent]   # "stick it on the shopping list"
             del slots["name"]
@@ -775,8 +821,12 @@ class HomeModel:
         if intent == "HassLightSet" and not set(slots) & {"brightness", "color", "temperature"} \
                 and said & (FULL | {"half"}) and "brightness" in said:
             slots["brightness"] = 50 if "half" in said else 100   # "full brightness", "half"
+        listed = REQUIRED.get(intent) == ("item",)
         for m in found:
-            if m.slot in allowed and m.slot not in slots:
+            # (a list request names its list: "add clean the pond filter to chores" is not
+            # about the Pond Lights)
+            if m.slot in allowed and m.slot not in slots and not (
+                    listed and m.slot == "name" and m.domain != "todo"):
                 slots[m.slot] = m.value
         slots.update(self.wild.extract(label, masked, have=slots))
         for key in FREE_SLOTS:
