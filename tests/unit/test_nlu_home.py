@@ -16,8 +16,8 @@ from edge_runtime.nlu import Understander  # noqa: E402
 from edge_runtime.nlu.train.home.build import build_home_model  # noqa: E402
 from edge_runtime.nlu.train.home.hass_eval import HassTestError, evaluate, load_cases  # noqa: E402
 from edge_runtime.nlu.home.lists import HomeLists  # noqa: E402
-from edge_runtime.nlu.home.model import (HomeModel, HomeModelError, WildText,  # noqa: E402
-                                         list_phrase_starts)
+from edge_runtime.nlu.home.free_text import WildText, list_phrase_starts  # noqa: E402
+from edge_runtime.nlu.home.model import HomeModel, HomeModelError  # noqa: E402
 from edge_runtime.nlu.home.serve import CLARIFY, HomeUnderstanding  # noqa: E402
 from edge_runtime.nlu.loader import load_intents  # noqa: E402
 
@@ -338,7 +338,7 @@ def test_compounds_match_split_or_joined() -> None:
 
 
 def test_a_misheard_unpause_is_not_taken_for_pause(model: HomeModel) -> None:
-    from edge_runtime.nlu.home.model import repair_commands
+    from edge_runtime.nlu.home.words import repair_commands
     assert repair_commands("im pause my timer".split()) == ["unpause", "my", "timer"]
     assert repair_commands("pause and play".split()) == ["pause", "and", "play"]
     # "unlock" heard as "and lock"; a question's "locked" heard without its ending
@@ -614,7 +614,7 @@ def test_spoken_punctuation_and_misheard_verbs(model: HomeModel) -> None:
 
 
 def test_the_words_around_a_command_that_change_it() -> None:
-    from edge_runtime.nlu.home.model import ends_in_list
+    from edge_runtime.nlu.home.free_text import ends_in_list
     from edge_runtime.nlu.home.words import commanded, excepted, leading_word, renumbered, told
     assert renumbered("set a timer for 8 minutes, no, 10") == "set a timer for 10 minutes"
     assert renumbered("volume to forty, no, thirty") == "volume to thirty"
@@ -709,7 +709,7 @@ def test_what_someone_did_then_and_the_question_after_a_remark(model: HomeModel)
 
 
 def test_an_item_between_the_list_verb_and_the_list(model: HomeModel) -> None:
-    from edge_runtime.nlu.home.model import listed_item
+    from edge_runtime.nlu.home.free_text import listed_item
     lists = HomeLists(("shed",), (), {"chores": "todo", "shed door": "lock"})
     for said, item in (("put lock the shed door on the chores list", "lock the shed door"),
                        ("cross lock the shed door off chores", "lock the shed door"),

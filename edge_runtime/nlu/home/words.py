@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from ..numbers import NUMBER_WORDS
+
 # device words of covers and of lights, outside the home's names (those are masked)
 COVER_WORDS = frozenset(("shade", "shades", "blind", "blinds", "curtain", "curtains", "awning",
                          "awnings", "shutter", "shutters", "drapes", "window", "windows"))
@@ -261,3 +263,16 @@ def repair_commands(words: list[str]) -> list[str]:
     if len(words) > 2 and words[0] in ("is", "are") and words[-1] in STATE_OF_VERB:
         return [*words[:-1], STATE_OF_VERB[words[-1]]]
     return words
+
+
+def number_word(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def said_number(word: str) -> bool:
+    """``word`` is a number, in digits or in words ("40", "forty")."""
+    return number_word(word) or word in NUMBER_WORDS

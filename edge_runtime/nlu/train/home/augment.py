@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import random
 
-from ...home.model import QUESTION_STARTS, said_number
+from ...home.model import QUESTION_STARTS
+from ...home.words import said_number
 
 _FRAMES = (("please",), ("can", "you"), ("could", "you"), ("hey",), ("i", "want", "you", "to"),
            ("would", "you"), ("okay",), ("um",), ("go", "ahead", "and"), ("i", "need", "you", "to"),

@@ -38,8 +38,9 @@ from ...text import normalize_text
 from .augment import unmask, variant
 from .augment import vocabulary as augment_vocabulary
 from ...home.lists import ENTITY_SLOTS, HomeLists
-from ...home.model import (CLASSIFIER_FILE, EDGE_WORDS, HOME_FILE, HOME_FORMAT, OTHER, HomeModel,
-                    features, plain_text, wild_keys)
+from ...home.free_text import EDGE_WORDS, wild_keys
+from ...home.model import (CLASSIFIER_FILE, HOME_FILE, HOME_FORMAT, OTHER, HomeModel, features,
+                           plain_text)
 from ...home.model import QUESTION_STARTS, split_label
 from ...home.words import TIMER_INTENTS
 from .sample import WILDCARDS, Sampler, Sentence
