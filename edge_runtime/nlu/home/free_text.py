@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..numbers import NUMBER_WORDS
 from .lists import Match
-from .words import BACK, DETERMINERS, NO_ITEM, number_word, said_number
+from .words import BACK, DETERMINERS, FILLERS, NO_ITEM, number_word, said_number
 
 EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
                          "from", "them", "it", "this", "that", "please", "me", "you", "us",
@@ -33,8 +33,8 @@ _NOT_WILD = frozenset(NUMBER_WORDS | {"hour", "hours", "minute", "minutes", "sec
 _ITEM_VERBS = frozenset(("add", "put", "stick", "pop", "write", "cross", "tick", "check", "mark",
                          "remove", "take", "scratch", "strike", "delete"))
 _OWNERS = frozenset(("my", "our", "the", "your", "a"))
-_FILLERS_AND_POLITE = frozenset(("so", "um", "uh", "er", "ok", "okay", "hey", "please", "can",
-                                 "could", "would", "you", "will", "just", "and"))
+# what comes before a list verb without being the request ("um, could you just add ...")
+_FILLERS_AND_POLITE = FILLERS | {"please", "can", "could", "would", "you", "will", "just"}
 _LIST_NAMING = frozenset(("@todo", "@name", "shopping", "to", "do", "todo"))
 
 

@@ -37,13 +37,13 @@ COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "u
 
 
 # words before the request that say nothing of it ("so um close the skylight")
-_FILLERS = frozenset(("so", "um", "uh", "er", "erm", "ok", "okay", "hey", "oh", "well", "right",
-                      "now", "and", "like", "hmm", "alright"))
+FILLERS = frozenset(("so", "um", "uh", "er", "erm", "ok", "okay", "hey", "oh", "well", "right",
+                     "now", "and", "like", "hmm", "alright"))
 
 
 def leading_word(masked: list[str]) -> str:
     """The first word of a request after its fillers ("so um close ..." -> "close")."""
-    return next((w for w in masked if w not in _FILLERS), "")
+    return next((w for w in masked if w not in FILLERS), "")
 
 
 # "close all the blinds except the blackout blind": no intent says "all but one": asked back
@@ -155,10 +155,11 @@ def told(masked: list[str]) -> bool:
 
 # what a device named first does or did: "the lamp flickered", "the fan makes a noise"
 _DOES = frozenset(("make", "makes", "made", "look", "looks", "keeps", "kept", "smells", "sounds",
-                   "needs", "seems", "went", "got", "broke", "has", "had"))
+                   "needs", "seems", "went", "got", "broke", "had"))
 
 
 def _said_of(masked: list[str]) -> bool:
+    """A device named first, then what it does or did ("the @name @light flickered")."""
     i = 1 if masked[:1] in (["the"], ["my"], ["our"]) else 0
     if not masked[i:i + 1] or not masked[i].startswith("@"):
         return False
