@@ -55,14 +55,22 @@ class VoiceStack:
         return self._chosen(self.asr.transcribe(audio))
 
     def _chosen(self, transcript: Transcript) -> Transcript:
-        acts_on = self.acts_on
-        if acts_on is None:
+        understood = self.acts_on
+        if understood is None:
             return transcript
+        asked: dict[tuple[str, float], bool] = {}
+
+        def acts_on(text: str, at_least: float) -> bool:    # (one parse per hypothesis)
+            if (text, at_least) not in asked:
+                asked[text, at_least] = understood(text, at_least)
+            return asked[text, at_least]
+
         a = self.cfg.asr
         chosen = choose(transcript, acts_on, a.nbest_margin, a.nbest_min_confidence)
         probabilities = getattr(self.asr, "word_probabilities", None)
+        # (a hypothesis other than the best was taken because it is acted on)
         if a.unsure_below <= 0 or probabilities is None or not chosen.text or \
-                not acts_on(chosen.text, 0.0):
+                chosen.text == transcript.text and not acts_on(chosen.text, 0.0):
             return chosen
         return dataclasses.replace(chosen, unsure=unsure_words(probabilities(chosen.text),
                                                                 a.unsure_below))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..numbers import NUMBER_WORDS
 from .lists import Match
-from .words import BACK, DETERMINERS, FILLERS, NO_ITEM, number_word, said_number
+from .words import BACK, DETERMINERS, DONE, FILLERS, NO_ITEM, number_word, said_number
 
 EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
                          "from", "them", "it", "this", "that", "please", "me", "you", "us",
@@ -59,8 +59,8 @@ def listed_item(words: list[str], found: list[Match]) -> str:
     if end <= k or words[end - 1] not in _LIST_LEADS:
         return ""
     end -= 1
-    done = next((i for i in range(k, end - 1) if words[i] == "as" and words[i + 1] in
-                 ("done", "complete", "completed", "finished")), None)
+    done = next((i for i in range(k, end - 1) if words[i] == "as" and words[i + 1] in DONE),
+                None)
     span = words[k:done if done is not None else end]
     while span and span[0] in ("a", "an", "some", "more", "any"):
         span = span[1:]

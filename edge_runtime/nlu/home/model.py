@@ -27,14 +27,14 @@ from ..classifier import LinearIntentClassifier
 from ..features import feature_names, hash_features
 from ..hass import SlotFiller
 from ..text import normalize_text
-from .lists import ENTITY_SLOTS, HomeLists, Match
 from .free_text import WildText, ends_in_list, listed_item
+from .lists import ENTITY_SLOTS, HomeLists, Match
 from .words import (
-    BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, DETERMINERS, DEVICE_WORDS, DOWN,
-    FULL, ITEM_SAID, KELVIN_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS, NO_ITEM,
-    OPENING, RUNNING, STARTED, STATE_OF_VERB, SURE_CORRECTIONS, TIMER_INTENTS, TOO_LOUD, TURNED,
-    UP, asked, commanded, excepted, leading_word, named_kinds, negated, number_word,
-    renumbered, repair_commands, said_number, told, turned_up_or_down)
+    BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, COVER_WORDS, DETERMINERS,
+    DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS,
+    MEDIA_WORDS, NEGATIONS, NO_ITEM, OPENING, RUNNING, STARTED, STATE_OF_VERB, SURE_CORRECTIONS,
+    TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked, commanded, excepted, leading_word, named_kinds,
+    negated, number_word, renumbered, repair_commands, said_number, told, turned_up_or_down)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -150,13 +150,14 @@ _OWN_NAMES = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer"
 _PLAYER_INTENTS = frozenset(("HassMediaPause", "HassMediaUnpause", "HassMediaNext",
                              "HassMediaPrevious", "HassSetVolume", "HassSetVolumeRelative",
                              "HassMediaPlayerMute", "HassMediaPlayerUnmute"))
-_PLAYED = frozenset(("@media_player", "music", "song", "track", "tv", "radio", "speaker",
-                     "speakers", "stereo", "playlist", "album", "podcast", "telly", "television"))
-_NOT_PLAYED = frozenset(("@light", "@cover", "@fan", "@lock", "@switch", "@climate", "@vacuum",
-                         "light", "lights", "lamp", "lamps", "blinds", "blind", "fan", "door"))
-# a to-do request on the list named "Shopping List" is the shopping list's own
-_ON_SHOPPING_LIST = {"HassListAddItem": "HassShoppingListAddItem",
-                     "HassListCompleteItem": "HassShoppingListCompleteItem"}
+_PLAYED = (MEDIA_WORDS - {"volume", "sound"}) | MEDIA_ITEMS | {"@media_player", "telly",
+                                                                "television"}
+_NOT_PLAYED = LIGHT_WORDS | COVER_WORDS | {"@cover", "@fan", "@lock", "@switch", "@climate",
+                                           "@vacuum", "fan", "door"}
+# a to-do request on the list named "Shopping List" is the shopping list's own (Home
+# Assistant's templates have "add milk to the shopping list" both ways)
+ON_SHOPPING_LIST = {"HassListAddItem": "HassShoppingListAddItem",
+                    "HassListCompleteItem": "HassShoppingListCompleteItem"}
 # timer actions that, without the word, could as well be the music's ("pause this")
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
@@ -454,8 +455,8 @@ class HomeModel:
             item = listed_item(heard if len(heard) == len(words) else words, found)
             if item:
                 slots["item"] = item
-        if intent in _ON_SHOPPING_LIST and str(slots.get("name", "")).casefold() == "shopping list":
-            intent = _ON_SHOPPING_LIST[intent]   # "stick it on the shopping list"
+        if intent in ON_SHOPPING_LIST and str(slots.get("name", "")).casefold() == "shopping list":
+            intent = ON_SHOPPING_LIST[intent]    # "stick it on the shopping list"
             del slots["name"]
         level = slots.get("volume_level")
         if isinstance(level, (int, float)) and not 0 <= level <= 100:

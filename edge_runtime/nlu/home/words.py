@@ -155,7 +155,7 @@ def told(masked: list[str]) -> bool:
 
 # what a device named first does or did: "the lamp flickered", "the fan makes a noise"
 _DOES = frozenset(("make", "makes", "made", "look", "looks", "keeps", "kept", "smells", "sounds",
-                   "needs", "seems", "went", "got", "broke", "had"))
+                   "needs", "seems", "got", "broke", "had"))
 
 
 def _said_of(masked: list[str]) -> bool:
@@ -245,7 +245,7 @@ UN_HEARD = (*((heard, "unpause") for heard in (
             *((heard, "unlock") for heard in (("and", "lock"), ("an", "lock"), ("un", "lock"))))
 
 
-_DONE = frozenset(("done", "complete", "completed", "finished"))
+DONE = frozenset(("done", "complete", "completed", "finished"))
 
 
 def repair_commands(words: list[str]) -> list[str]:
@@ -253,7 +253,7 @@ def repair_commands(words: list[str]) -> list[str]:
     or "closed", or the "as" of "mark ... as done" heard as "is", put back."""
     if words[:1] in (["mark"], ["tick"]):
         k = next((i for i in range(1, len(words) - 1)
-                  if words[i] == "is" and words[i + 1] in _DONE), 0)
+                  if words[i] == "is" and words[i + 1] in DONE), 0)
         if k:
             words = [*words[:k], "as", *words[k + 1:]]
     for heard, meant in UN_HEARD:

@@ -41,7 +41,7 @@ from ...home.lists import ENTITY_SLOTS, HomeLists
 from ...home.free_text import EDGE_WORDS, wild_keys
 from ...home.model import (CLASSIFIER_FILE, HOME_FILE, HOME_FORMAT, OTHER, HomeModel, features,
                            plain_text)
-from ...home.model import QUESTION_STARTS, split_label
+from ...home.model import ON_SHOPPING_LIST, QUESTION_STARTS, split_label
 from ...home.words import TIMER_INTENTS
 from .sample import WILDCARDS, Sampler, Sentence
 from .sgd import train_sparse
@@ -263,14 +263,10 @@ def _spoken_variants(rows: list[Sentence], rng: random.Random, copies: int) -> l
     return out
 
 
-# The shopping list is a to-do list too: "add milk to the shopping list" is both intents
-# (Home Assistant's templates have it both ways), so calibration counts either as right.
-_SAME_REQUEST = {"HassListAddItem": "HassShoppingListAddItem",
-                 "HassListCompleteItem": "HassShoppingListCompleteItem"}
-
-
+# The shopping list is a to-do list too: "add milk to the shopping list" is both intents,
+# so calibration counts either as right.
 def _same_request(a: str, b: str) -> bool:
-    return _SAME_REQUEST.get(a, a) == _SAME_REQUEST.get(b, b)
+    return ON_SHOPPING_LIST.get(a, a) == ON_SHOPPING_LIST.get(b, b)
 
 
 def _scored(model: HomeModel, rows: list[Sentence]) -> list[tuple[str, float, bool, bool]]:
