@@ -773,3 +773,47 @@ def test_statements_tags_and_reasons_in_parsing(model: HomeModel) -> None:
     p = model.parse("set the kitchen radio volume to 30, no, make it 20")
     assert p.slots.get("volume_level") == 20
     assert not model.parse("how long is left on this song").accepted
+
+
+def test_a_repair_is_word_for_word_and_never_replaces_a_word_said() -> None:
+    lists = HomeLists((), (), {"heated airer": "switch", "panel heater": "climate"})
+    known = frozenset(("a", "to", "the", "add", "later", "i", "want", "set", "timer", "for"))
+    for text in ("add a greenhouse heater to the shopping list",   # "heater to" is no airer
+                 "i want a bath later",                          # "bath" is nothing like "panel"
+                 "set a tatties timer for 20 minutes"):          # "a" is a word said
+        assert lists.repair(text.split(), known) == text.split(), text
+    # a name misheard word for word is still put back
+    assert lists.repair("turn on the heated airor".split(), known | {"turn", "on"}) == \
+        "turn on the heated airer".split()
+
+
+def test_a_device_said_by_its_room_after_it() -> None:
+    lists = HomeLists(("cellar",), (), {"cellar door": "lock"})
+    assert lists.reordered("unlock the door to the cellar".split()) == \
+        "unlock the cellar door".split()
+    # no such name: unchanged ("the lights in the cellar" is the area's)
+    for text in ("turn on the light of the cellar", "turn on the lights in the cellar"):
+        assert lists.reordered(text.split()) == text.split()
+
+
+def test_a_spared_clause_a_tag_a_show_put_on_and_a_described_device(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(("playroom",), (), {
+        "tv": "media_player", "compressor": "switch", "garage door": "cover",
+        "chores": "todo", "robo": "vacuum"}))
+    for text in ("pause the music, the timer can keep going", "pause the music, the timer's fine",
+                 "pause the music, don't touch the timer"):
+        assert home.parse(text).intent == "HassMediaPause", text
+    p = home.parse("the garage door is down, isn't it?")
+    assert (p.intent, p.slots.get("name"), p.slots.get("state")) == \
+        ("HassGetState", "garage door", "closed")
+    assert not home.parse("turn the tv on, yeah?").accepted     # a command, not a question
+    p = home.parse("put bluey on the tv")
+    assert (p.intent, p.slots.get("search_query"), p.slots.get("name")) == \
+        ("HassMediaSearchAndPlay", "bluey", "tv")
+    assert home.parse("put the tv on").intent == "HassTurnOn"
+    assert not home.parse("sorry about the noise, the compressor's ancient").accepted
+    p = home.parse("add set up the tv in the playroom to chores")
+    assert p.slots.get("item") == "set up the tv in the playroom"
+    p = home.parse("play my playlist gym bangers on the tv")
+    assert p.slots.get("search_query") == "gym bangers"
+    assert home.parse("set robo off").intent == "HassVacuumStart"

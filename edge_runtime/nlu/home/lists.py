@@ -27,6 +27,23 @@ REPAIR_CUTOFF = 70.0     # hass_text.similarity score a misheard name must reach
 SPLIT_CUTOFF = 92.0      # letters alike (rapidfuzz ratio) for a name heard one word longer
 _NOT_FIRST = frozenset(("the", "a", "an", "my", "our", "and", "to", "on", "in", "of", "off"))
 _MIN_JOINED = 6          # letters a phrase needs to match with its spaces dropped
+_WORD_ALIKE = 34.0       # rapidfuzz ratio a never-seen word needs to the name word it replaces
+
+
+def _aligned(heard: list[str], phrase: tuple[str, ...], known: frozenset[str] | set[str]
+             ) -> bool:
+    """A word the model knows, heard where the name has another word, is spelled like
+    it ("heated airer" heard as "heater to" is not: "to" is a word said; nor is "panel
+    heater" in "a bath later"): a recognizer mishears a name word for word, and a word
+    it never saw is still a third alike ("epic" for "attic", not "bath" for "panel")."""
+    for a, b in zip(heard, phrase, strict=True):
+        alike = fuzz.ratio(a, b)
+        if a in known or a in _NOT_FIRST:
+            if alike < 50 or abs(len(a) - len(b)) > 2:
+                return False
+        elif alike < _WORD_ALIKE:
+            return False
+    return True
 
 # The home the default model is built with (any home's lists work at run time).
 DEFAULT_AREAS = ("kitchen", "living room", "bedroom", "bathroom", "office", "garage", "hallway",
@@ -155,6 +172,8 @@ class HomeLists:
                         continue
                     if phrase in self._lit and words[i + 1] != phrase[1]:
                         continue
+                    if not _aligned(words[i:i + k], phrase, known):
+                        continue
                     score = similarity(span, " ".join(phrase), flat, pkey, cutoff)
                     if score:
                         found.append((len(phrase), k == len(phrase), score, k, -i, phrase))
@@ -179,6 +198,23 @@ class HomeLists:
                 fixed.append(words[i])
                 i += 1
         return fixed
+
+    def reordered(self, words: list[str]) -> list[str]:
+        """``words`` with a device said by its room after it ("the door to the cellar",
+        "the light of the porch") put as the home names it ("cellar door"), where the home
+        has that name; unchanged otherwise."""
+        for m in self.matches(words):
+            if m.slot != "area":
+                continue
+            at = m.start - (m.start > 0 and words[m.start - 1] == "the")
+            if at < 2 or words[at - 1] not in ("to", "of"):
+                continue
+            kind = words[at - 2]
+            said = (*words[m.start:m.end], kind)
+            hit = self._table.get(said)
+            if hit is not None and hit[0] == "name":
+                return [*words[:at - 2], *said, *words[m.end:]]
+        return words
 
     @classmethod
     def from_entities(cls, areas: Iterable[str], floors: Iterable[str],

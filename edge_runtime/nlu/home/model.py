@@ -193,6 +193,12 @@ def spoken_units(words: list[str]) -> list[str]:
             out[i] = "1"
     return out
 _CLAUSE = re.compile(r"[,;.!?]+\s")        # (a decimal point is no clause boundary)
+_IS = re.compile(r"(?<=\w)'s\b")
+# a question's tag, as its own clause ("..., aren't they?", "..., have I?", "..., yes?")
+_TAG = re.compile(r"^(?:(?:is|isnt|are|arent|have|havent|has|hasnt|did|didnt|was|wasnt|do|dont)"
+                  r"\s+(?:it|they|i|we|you|he|she)|yes|yeah|right|correct|innit)$")
+_TAG_STATES = frozenset(("on", "off", "open", "closed", "shut", "locked", "unlocked", "up",
+                         "down", "running"))
 
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
 
@@ -219,6 +225,19 @@ def run_on(m: Match, found: list[Match], words: list[str]) -> bool:
         any(n.slot == "name" and n.end == m.start - 1 for n in found) and \
         m.end < len(words) and words[m.end] not in DEVICE_WORDS | {"one", "ones"} and \
         not any(n.start == m.end for n in found)
+
+
+def put_on_player(masked: list[str]) -> bool:
+    """Something put on a media player ("put bluey on the tv", "put on some jazz on the
+    speaker"): words between "put [on]" and "on <the player>" that name no device."""
+    if leading_word(masked) != "put":
+        return False
+    k = masked.index("put") + 1
+    k += k < len(masked) and masked[k] == "on"
+    end = next((i for i in range(k, len(masked)) if masked[i] == "on"), None)
+    if end is None or "@media_player" not in masked[end:]:
+        return False
+    return any(w not in DETERMINERS and not w.startswith("@") for w in masked[k:end])
 
 
 def plain_text(masked: list[str]) -> str:
@@ -292,8 +311,11 @@ class HomeModel:
         if corrected is None:              # corrected to something not heard: asked back
             return replace(self._parse(bare), accepted=False, missing=("name",))
         text = corrected
-        whole = self._parse(text)
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+        if len(clauses) > 1 and _TAG.match(normalize_text(clauses[-1])):
+            text = self._tag_asked(" ".join(clauses[:-1])) or text
+            clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+        whole = self._parse(text)
         if len(clauses) < 2:
             return whole
         elided = self._elided(clauses[0], clauses[-1]) if len(clauses) == 2 else None
@@ -322,6 +344,27 @@ class HomeModel:
             if head and head[0] in COMMAND_VERBS and first.accepted and is_action(first.intent):
                 return first
         return whole
+
+    def _tag_asked(self, said: str) -> str | None:
+        """A statement asked by its tag ("the pleated blinds are down, aren't they?", "I
+        think I've left the immersion on, have I?"), as the question it is ("is the pleated
+        blinds down"); None when it names no device or area and state, or commands ("turn
+        it on, yeah?")."""
+        words = normalize_text(said).split()
+        found = [m for m in self.lists.matches(words) if m.slot in ENTITY_SLOTS]
+        state = next((w for w in reversed(words) if w in _TAG_STATES), None)
+        if not found or state is None or leading_word(words) in COMMAND_VERBS:
+            return None
+        m = found[0]
+        return " ".join(["is", "the", *words[m.start:m.end], state])
+
+    def _described(self, text: str) -> bool:
+        """"the compressor's ancient", read "the compressor is ancient": said of it
+        (``words.told``), where the plain words read a name in the plural."""
+        if "'s" not in text:
+            return False
+        words = normalize_text(_IS.sub(" is", text)).split()
+        return told(HomeLists.mask(words, self.lists.matches(words)))
 
     def _elided(self, first: str, last: str) -> str | None:
         """A last clause that names a device but not what to do, after a command on another
@@ -404,6 +447,7 @@ class HomeModel:
             return HomeParse(OTHER, 1.0)
         if self.repair:
             words = self.lists.repair(repair_commands(words), self.vocab)
+        words = self.lists.reordered(words)
         options: list[list[Match]] = [self.lists.matches(words)]
         reduced = self.lists.matches(words, skip=self.vocab)
         if reduced != options[0]:
@@ -450,8 +494,9 @@ class HomeModel:
             intent = "HassSetVolume"             # "volume 40 percent": a level, not a step
             slots.pop("volume_step")
             slots["volume_level"] = abs(step)    # a level has no direction
-        if REQUIRED.get(intent) == ("item",) and "item" not in slots:
-            # "put lock the barn door on the chores list", as said (not as repaired)
+        if REQUIRED.get(intent) == ("item",):
+            # "put lock the barn door on the chores list", as said (not as repaired), and
+            # "add set up the tv in the playroom to chores" whole
             item = listed_item(heard if len(heard) == len(words) else words, found)
             if item:
                 slots["item"] = item
@@ -480,7 +525,8 @@ class HomeModel:
             missing = ("timer",)       # "pause this": the music, or a timer?
         return HomeParse(intent, confidence, slots,
                          accepted=confidence >= self.threshold(intent) and not missing
-                         and not (told(masked) and not (question and not is_action(intent)))
+                         and not ((told(masked) or self._described(text)) and
+                                  not (question and not is_action(intent)))
                          and not self._elsewhere(intent, masked)
                          and not (is_action(intent) and excepted(masked))
                          and not (is_action(intent) and (question or self._unsaid(intent, masked))),
@@ -548,6 +594,8 @@ class HomeModel:
                 bool(said & OPENING) != bool(said & CLOSING):
             # "roll out the awning", "put the blinds down": the words say which way
             moved = "HassTurnOn" if said & OPENING else "HassTurnOff"
+        elif intent == "HassTurnOn" and "@media_player" in said and put_on_player(masked):
+            moved = "HassMediaSearchAndPlay"   # "put bluey on the tv": a show, not on
         elif intent == "HassTurnOn" and light and said & {"close", "shut"}:
             moved = "HassTurnOff"              # "close the light": off (not a cover)
         elif intent in ("HassTurnOn", "HassTurnOff") and turned_up_or_down(masked) and (
@@ -559,7 +607,8 @@ class HomeModel:
             moved = "HassTurnOn" if particle(masked) == "on" else "HassTurnOff"
         elif intent == "HassSetPosition" and not number:
             moved = max(("HassTurnOn", "HassTurnOff"), key=lambda i: per_intent[self._at[i]])
-        elif intent == "HassTurnOn":
+        elif intent == "HassTurnOn" or leading_word(masked) == "set" and "off" in said:
+            # a vacuum turned on, or set off ("set hamish off"): it cleans
             moved = next((STARTED[d] for d in STARTED if f"@{d}" in said), intent)
         else:
             return top, confidence
@@ -577,9 +626,12 @@ class HomeModel:
 
     def _cut_at_target(self, slots: dict, key: str, allowed: set[str]) -> None:
         """A free text that runs on into where it goes ("frozen on the tv for the kids"):
-        cut before "on/in/at [the] <a name or area of the home>", which fills its slot."""
+        cut before "on/in/at [the] <a name or area of the home>", which fills its slot; an
+        item, only before its list ("set up the tv in the playroom" is the whole item)."""
         words = str(slots[key]).split()
         for m in self.lists.matches(words):
+            if key == "item" and m.domain != "todo":
+                continue
             at = m.start - (m.start > 0 and words[m.start - 1] == "the")
             if at > 0 and words[at - 1] in ("on", "in", "at", "through"):
                 slots[key] = " ".join(words[:at - 1])
@@ -638,9 +690,9 @@ class HomeModel:
                 self._cut_at_target(slots, key, allowed)
         query = str(slots.get("search_query", "")).split()
         kind = str(slots.get("media_class", ""))
-        for lead in (["the", kind], [kind]):
-            if kind and len(query) > len(lead) and query[:len(lead)] == lead:
-                slots["search_query"] = " ".join(query[len(lead):])   # "the playlist x": x
+        for lead in ([query[0], kind] if query[:1] and query[0] in DETERMINERS else [], [kind]):
+            if kind and lead and len(query) > len(lead) and query[:len(lead)] == lead:
+                slots["search_query"] = " ".join(query[len(lead):])   # "my playlist x": x
                 break
         else:
             if kind and len(query) > 1 and query[-1] == kind:

@@ -85,13 +85,16 @@ def asked(text: str, words: list[str]) -> bool:
 
 
 # a clause that takes its device out of the request ("close the roller door, not the
-# shade", "turn the lamp off, the fan can stay on"), and words that join a command to its
-# reason ("lock the cat flap because the fox was in the kitchen": the command first; "it's
-# hot in the den so put the fan on": the command after); a recognizer ends the first clause
-# with a full stop as often as a comma ("Turn the lamp off. The fan can stay on.")
-_SPARED = re.compile(r"[,;.!]\s*(?:but\s+)?(?:not\b|leave\b|keep\b|dont\s+bother\b|"
-                     r"don't\s+bother\b)[^,;.!]*[.!]?$|"
-                     r"[,;.!][^,;.!]*\b(?:can|should|may)\s+(?:stay|wait)\b[^,;.!]*[.!]?$|"
+# shade", "turn the lamp off, the fan can stay on", "pause the music, the timer's fine",
+# "..., don't touch the timer"), and words that join a command to its reason ("lock the cat
+# flap because the fox was in the kitchen": the command first; "it's hot in the den so put
+# the fan on": the command after); a recognizer ends the first clause with a full stop as
+# often as a comma ("Turn the lamp off. The fan can stay on.")
+_SPARED = re.compile(r"[,;.!]\s*(?:but\s+)?(?:not\b|leave\b|keep\b|don'?t\s+(?:bother|touch)\b"
+                     r")[^,;.!]*[.!]?$|"
+                     r"[,;.!][^,;.!]*\b(?:can|should|may)\s+(?:stay|wait|keep\s+going|carry\s+on)"
+                     r"\b[^,;.!]*[.!]?$|"
+                     r"[,;.!][^,;.!]*(?:'s|\s+is|\s+are)\s+(?:fine|ok|okay|alright)\b[^,;.!]*[.!]?$|"
                      r"\s+but\s+(?:leave|keep)\s+[^,;.!]*[.!]?$", re.I)
 _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$", re.I)
 _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+you\s+)?"
@@ -165,14 +168,22 @@ def _said_of(masked: list[str]) -> bool:
         return False
     while i < len(masked) and masked[i].startswith("@"):
         i += 1
-    while i < len(masked) and masked[i] in ("s", "has", "just", "already", "finally"):
+    copula = i < len(masked) and masked[i] in ("s", "is", "are")
+    while i < len(masked) and masked[i] in ("s", "is", "are", "has", "just", "already",
+                                            "finally"):
         i += 1                     # "the kettle's just boiled"
     verb = masked[i] if i < len(masked) else ""
+    if copula and i == len(masked) - 1 and verb.isalpha() and verb not in _STATED:
+        return True                # "the compressor's ancient" (not "the tv's too loud")
     return verb in _DOES or len(verb) > 4 and verb.endswith("ed") and \
         verb not in STATE_OF_VERB.values() and verb not in ("opened",) or \
         verb in _HAPPENS                # "the shed door sticks when it's cold"
 
 
+# the last word of "the <device>'s X" that asks or asks for something ("the fan's on?")
+_STATED = frozenset(("on", "off", "open", "closed", "shut", "locked", "unlocked", "up", "down",
+                     "out", "running", "going", "loud", "quiet", "bright", "dark", "dim", "hot",
+                     "cold", "warm", "done", "finished", "ready", "empty", "full"))
 # what a device does by itself, said of it
 _HAPPENS = frozenset(("sticks", "squeaks", "rattles", "leaks", "beeps", "flickers", "buzzes",
                       "hums", "works", "breaks", "jams", "drips", "clicks", "wobbles", "stinks"))
