@@ -817,3 +817,28 @@ def test_a_spared_clause_a_tag_a_show_put_on_and_a_described_device(model: HomeM
     p = home.parse("play my playlist gym bangers on the tv")
     assert p.slots.get("search_query") == "gym bangers"
     assert home.parse("set robo off").intent == "HassVacuumStart"
+
+
+def test_said_then_touched_not_placed_on_and_one_named_apart(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(("sunroom", "driveway", "backyard"), (), {
+        "deck speaker": "media_player", "hallway nest": "climate", "big garage door": "cover",
+        "small garage door": "cover", "bistro lights": "light", "hot tub light": "light"}))
+    for text in ("i just turned the deck speaker down", "please don't touch the hallway nest",
+                 "it's freezing in the sunroom", "close all the lights except the bistro lights"):
+        assert not home.parse(text).accepted, text
+    p = home.parse("open the small garage door, wait, the big garage door")
+    assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOn", "big garage door", True)
+    p = home.parse("don't open the big garage door, just the small one")
+    assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOn", "small garage door", True)
+    p = home.parse("turn on the bistro lights but not the hot tub light")
+    assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOn", "bistro lights", True)
+    # "on the driveway" says where, not "on"
+    p = home.parse("shut the gate on the driveway")
+    assert (p.intent, p.slots.get("area"), p.accepted) == ("HassTurnOff", "driveway", True)
+    p = home.parse("backyard lights on, the dog needs to go out")    # (not "on the dog")
+    assert not (p.accepted and p.intent == "HassTurnOff")
+    p = home.parse("put on some classic rock out on the deck speaker")
+    assert p.slots.get("search_query") in ("classic rock", "some classic rock")
+    p = home.parse("how long until the cookie timer goes off")
+    assert (p.intent, p.slots.get("name")) == ("HassTimerStatus", "cookie")
+    assert home.parse("play the road trip playlist").slots.get("search_query") == "road trip"

@@ -16,7 +16,7 @@ EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", 
                          "add", "put"))   # a command verb never begins or ends an item
 # nor its particle: "check off tent" -> tent (stripped from a span, so its context still
 # counts: templates say "check {item} off" and "check off {item}")
-_PARTICLES = frozenset(("off", "out", "up", "down"))
+PARTICLES = frozenset(("off", "out", "up", "down"))
 # "to my shopping list", "from the camping trip list": an item ends before its list's phrase
 _LIST_LEADS = frozenset(("to", "on", "onto", "in", "into", "from", "off"))
 _LIST_WORDS = frozenset(("list", "lists"))
@@ -169,10 +169,10 @@ class WildText:
                 at = best[2]
                 if item and padded[at - 1] == "of" and _measure(padded[at - 2]):
                     words = padded[at - 2:at] + words      # "a bag of rice": bag of rice
-                while item and len(words) > 1 and (words[0] in _PARTICLES
+                while item and len(words) > 1 and (words[0] in PARTICLES
                                                    or words[0] in _AMOUNTS):
                     words.pop(0)
-                while item and len(words) > 1 and words[-1] in _PARTICLES and not (
+                while item and len(words) > 1 and words[-1] in PARTICLES and not (
                         len(words) > 2 and words[0] not in EDGE_WORDS):
                     words.pop()            # ("take the bins out" keeps its "out")
                 out[slot] = " ".join(words)
@@ -188,5 +188,5 @@ _NOT_MEASURE = frozenset(("more", "some", "lot", "lots", "all", "none", "rid", "
 
 def _measure(word: str) -> bool:
     """``word`` before "of" and an item may be its amount ("bag", "bottle", "dozen")."""
-    return not (word in EDGE_WORDS or word in _PARTICLES or word in _NOT_IN_ITEM
+    return not (word in EDGE_WORDS or word in PARTICLES or word in _NOT_IN_ITEM
                 or word in _NOT_MEASURE or word.startswith(("@", "<")) or number_word(word))

@@ -27,7 +27,7 @@ from ..classifier import LinearIntentClassifier
 from ..features import feature_names, hash_features
 from ..hass import SlotFiller
 from ..text import normalize_text
-from .free_text import WildText, ends_in_list, listed_item
+from .free_text import PARTICLES, WildText, ends_in_list, listed_item
 from .lists import ENTITY_SLOTS, HomeLists, Match
 from .words import (
     BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, COVER_WORDS, DETERMINERS,
@@ -142,6 +142,8 @@ WHOLE_DOMAIN = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetP
 _ALL_WORDS = frozenset(("all", "every", "everything", "everywhere", "whole", "entire", "house",
                         "home"))
 # intents whose ``name`` slot is their own (a timer's name), not one of the home's entities
+# what says the lights are meant, where no light is named ("it's too dark in the study")
+_SEEING = frozenset(("dark", "darker", "see", "gloomy", "pitch", "bright", "brighter"))
 _OWN_NAMES = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer",
                         "HassDecreaseTimer", "HassPauseTimer", "HassUnpauseTimer",
                         "HassTimerStatus", "HassCancelAllTimers"))
@@ -238,6 +240,22 @@ def put_on_player(masked: list[str]) -> bool:
     if end is None or "@media_player" not in masked[end:]:
         return False
     return any(w not in DETERMINERS and not w.startswith("@") for w in masked[k:end])
+
+
+def _placed(masked: list[str], i: int) -> bool:
+    """The "on" at ``i`` says where, not which way: "shut the gate on the driveway" (not
+    "turn on the lights")."""
+    before, after = masked[i - 1] if i else "", masked[i + 1:i + 3]
+    if after[:1] in (["the"], ["my"], ["our"]):
+        after = after[1:]
+    return bool(before) and before not in COMMAND_VERBS and before not in ("it", "them") and \
+        after[:1] in (["@area"], ["@floor"])
+
+
+def _follows(masked: list[str], words: list[str]) -> bool:
+    """``words`` are said in ``masked``, one after the other."""
+    n = len(words)
+    return any(masked[i:i + n] == words for i in range(len(masked) - n + 1))
 
 
 def plain_text(masked: list[str]) -> str:
@@ -375,6 +393,12 @@ class HomeModel:
                 not (NEGATIONS & set(head_words) or tail_words[0] in ("just", "only")):
             return None
         said, meant = self.lists.matches(head_words), self.lists.matches(tail_words)
+        if said and not meant and "one" in tail_words:
+            # "..., just the small one": the small garage door, after the big garage door
+            at = tail_words.index("one")
+            kind = head_words[said[0].start + 1:said[0].end]
+            tail_words = [*tail_words[:at], *kind, *tail_words[at + 1:]]
+            meant = self.lists.matches(tail_words) if kind else []
         if not said or not meant:
             return None
         verb = [w for w in head_words[:said[0].start] if w not in NEGATIONS and w != "do"]
@@ -549,8 +573,9 @@ class HomeModel:
         if intent in ("HassTurnOn", "HassTurnOff") and first == "add":
             return True            # "add the porch lights on": a list's verb (misheard "are")
         said = set(masked)
-        if intent == "HassTurnOn" and "off" in said and "on" not in said or \
-                intent == "HassTurnOff" and "on" in said and "off" not in said:
+        turned_on = any(w == "on" and not _placed(masked, i) for i, w in enumerate(masked))
+        if intent == "HassTurnOn" and "off" in said and not turned_on or \
+                intent == "HassTurnOff" and turned_on and "off" not in said:
             return True            # the reading says the opposite of the words
         if intent in ("HassTurnOn", "HassTurnOff") and "turn" in masked and \
                 not TURNED.intersection(masked):
@@ -560,6 +585,9 @@ class HomeModel:
             return True            # "set the star projector, w": to what?
         if intent in _PLAYER_INTENTS and not said & _PLAYED and said & _NOT_PLAYED:
             return True            # "bedside lamp, pause", "the nursery lights, sound to 10"
+        if intent in ("HassTurnOn", "HassTurnOff") and "@name" not in said and \
+                not said & (LIGHT_WORDS | TURNED | COMMAND_VERBS | _SEEING):
+            return True            # "it's freezing in the sunroom": the lights? the heat?
         return all(w.startswith("@") for w in masked) or not (
             first in self.vocab or first.startswith("@") or number_word(first)) and (
             then in DETERMINERS or then.startswith("@"))
@@ -696,7 +724,20 @@ class HomeModel:
                 break
         else:
             if kind and len(query) > 1 and query[-1] == kind:
-                slots["search_query"] = " ".join(query[:-1])   # "my dinner party playlist"
+                # "my dinner party playlist", "the road trip playlist"
+                start = int(len(query) > 2 and query[0] in DETERMINERS)
+                slots["search_query"] = " ".join(query[start:-1])
+        query = str(slots.get("search_query", "")).split()
+        if len(query) > 1 and query[-1] in PARTICLES and _follows(masked, [*query, "on"]):
+            slots["search_query"] = " ".join(query[:-1])   # "put on classic rock out on ..."
+        name = str(slots.get("name", "")).split()
+        if intent in TIMER_INTENTS and not found and set(name) & DETERMINERS:
+            # "how long until the cookie timer goes off": the cookie timer
+            at = max(i for i, w in enumerate(name) if w in DETERMINERS)
+            if name[at + 1:]:
+                slots["name"] = " ".join(name[at + 1:])
+            else:
+                del slots["name"]
         item = str(slots.get("item", "")).split()
         if len(item) == 1 and (said_number(item[0]) or item[0] in NO_ITEM):
             del slots["item"]      # "check no off the list", "check off 10": misheard

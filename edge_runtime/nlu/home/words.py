@@ -51,14 +51,26 @@ _EXCEPT = (("except",), ("apart", "from"), ("other", "than"), ("but", "not"))
 
 
 def excepted(masked: list[str]) -> bool:
-    return any(tuple(masked[i:i + len(e)]) == e for e in _EXCEPT for i in range(len(masked)))
+    """All but one: "close all the blinds except the blackout blind" (not "turn on the
+    bistro lights but not the hot tub light", where the device asked for is named)."""
+    at = next((i for i in range(len(masked)) for e in _EXCEPT
+               if tuple(masked[i:i + len(e)]) == e), None)
+    if at is None:
+        return False
+    asked_for = masked[:at]
+    return "@name" not in asked_for or bool(set(asked_for) & {"all", "every", "everything"})
 
 
 def negated(masked: list[str]) -> bool:
     """A negation before a command verb: "don't turn off the lights", "no need to unlock
-    the gate", "I'm not going to open it" (not "I can't see, turn the lights on")."""
-    return any(w in NEGATIONS and any(v in COMMAND_VERBS for v in masked[i + 1:i + 5])
+    the gate", "I'm not going to open it", "please don't touch the thermostat" (not "I
+    can't see, turn the lights on")."""
+    return any(w in NEGATIONS and any(v in _NEGATED_VERBS for v in masked[i + 1:i + 5])
                for i, w in enumerate(masked))
+
+
+# and the verbs that say to leave a device as it is
+_NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust"}
 
 
 # a statement ended as a question ("front door locked?", "the fan is off now, yeah?"), but
@@ -151,11 +163,13 @@ def told(masked: list[str]) -> bool:
     """A statement about the home, not a request of it: "I love the new chandelier",
     "I turned the heater off", "the front door was unlocked all night", "the grow lights make
     the greenhouse look purple", "the dust extractor filled up", a reminder."""
-    first, then = (masked + ["", ""])[:2]
+    said = [w for w in masked if w not in _ADVERBS]          # "i just turned ..."
+    first, then = (said + ["", ""])[:2]
     return first in ("i", "we") and then in TOLD or (first, then) == ("remind", "me") or \
         bool(PAST.intersection(masked)) or _said_of(masked) or _done_before(masked)
 
 
+_ADVERBS = frozenset(("just", "also", "actually", "literally", "only", "finally", "already"))
 # what a device named first does or did: "the lamp flickered", "the fan makes a noise"
 _DOES = frozenset(("make", "makes", "made", "look", "looks", "keeps", "kept", "smells", "sounds",
                    "needs", "seems", "got", "broke", "had"))
@@ -219,7 +233,7 @@ def turned_up_or_down(masked: list[str]) -> bool:
 STARTED = {"vacuum": "HassVacuumStart", "lawn_mower": "HassLawnMowerStartMowing"}
 # a speaker correcting the device or room just said
 CORRECTIONS = (("i", "mean"), ("i", "meant"), ("no", "wait"), ("sorry",), ("or", "rather"),
-               ("no",))
+               ("no",), ("wait",), ("actually",))
 # the markers that always correct: what follows them, when it names nothing of the home
 # ("turn off the kitchen lights, I mean the pad of a light"), leaves the request unknown
 SURE_CORRECTIONS = CORRECTIONS[:3] + (("or", "rather"),)
