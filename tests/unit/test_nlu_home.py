@@ -842,3 +842,6 @@ def test_said_then_touched_not_placed_on_and_one_named_apart(model: HomeModel) -
     p = home.parse("how long until the cookie timer goes off")
     assert (p.intent, p.slots.get("name")) == ("HassTimerStatus", "cookie")
     assert home.parse("play the road trip playlist").slots.get("search_query") == "road trip"
+    # "a minute" after the timer is a while, not the timer's length
+    p = home.parse("hold the bread timer a minute while i knead")
+    assert "start_minutes" not in p.slots

@@ -730,6 +730,12 @@ class HomeModel:
         query = str(slots.get("search_query", "")).split()
         if len(query) > 1 and query[-1] in PARTICLES and _follows(masked, [*query, "on"]):
             slots["search_query"] = " ".join(query[:-1])   # "put on classic rock out on ..."
+        if intent in TIMER_INTENTS and "timer" in masked and any(
+                masked[i:i + 2] in (["a", "minute"], ["a", "second"], ["a", "sec"])
+                for i in range(masked.index("timer"), len(masked))):
+            # "hold the bread timer a minute": a while, not the timer of one minute
+            for key in ("start_minutes", "start_seconds"):
+                slots.pop(key, None)
         name = str(slots.get("name", "")).split()
         if intent in TIMER_INTENTS and not found and set(name) & DETERMINERS:
             # "how long until the cookie timer goes off": the cookie timer
