@@ -845,3 +845,33 @@ def test_said_then_touched_not_placed_on_and_one_named_apart(model: HomeModel) -
     # "a minute" after the timer is a while, not the timer's length
     p = home.parse("hold the bread timer a minute while i knead")
     assert "start_minutes" not in p.slots
+
+
+def test_what_a_recognizer_makes_of_a_command_is_not_acted_on_wrongly(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(("shower room", "annexe", "lounge"), (), {
+        "blackout blind": "cover", "front deadbolt": "lock", "clip fan": "fan",
+        "dyson": "fan", "chores": "todo", "strip light": "light", "kettle": "switch"}))
+    for heard in ("Shower Room, Van On.",                   # the fan, misheard: which?
+                  "Start the Curie,",                       # no mower here, no such name
+                  "Pull the Blackout Blind, Down,",         # not the volume
+                  "Not the Front Deadbolt, Block the Mudroom Door.",
+                  "Turn on the clip, and not the Dyson.",
+                  "Check the curtains in the lounge.",       # no temperature
+                  "Wear weight our beds, turn the whole light off.",   # not every light
+                  "Lock the back door before we came through."):
+        p = home.parse(heard)
+        assert not p.accepted or (p.intent, p.slots.get("name")) == ("HassTurnOff",
+                                                                     "blackout blind"), heard
+    p = home.parse("What temperature is it in the Annex?")       # the Annexe, spelled so
+    assert (p.intent, p.slots.get("area")) == ("HassClimateGetTemperature", "annexe")
+    p = home.parse("Strip Light to 4000 Kelvin, Trip Light to 4000 Kelvin.")
+    assert "brightness" not in p.slots                          # a percentage, never 4000
+    p = home.parse("Okay, I'll put the kettle on, yeah.")
+    assert not (p.accepted and p.intent == "HassGetState")     # a command, then "yeah"
+    p = home.parse("Add, take the bins out to Chores.")
+    assert (p.intent, p.slots.get("item")) == ("HassListAddItem", "take the bins out")
+    p = home.parse("Timer for 2 minutes, 30 seconds.")
+    assert (p.intent, p.slots.get("minutes"), p.slots.get("seconds")) == \
+        ("HassStartTimer", 2, 30)
+    p = home.parse("Kettle still running,")                     # a question, its "?" unheard
+    assert not (p.accepted and p.intent == "HassTurnOn")

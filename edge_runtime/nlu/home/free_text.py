@@ -62,7 +62,7 @@ def listed_item(words: list[str], found: list[Match]) -> str:
     done = next((i for i in range(k, end - 1) if words[i] == "as" and words[i + 1] in DONE),
                 None)
     span = words[k:done if done is not None else end]
-    while span and span[0] in ("a", "an", "some", "more", "any"):
+    while span and (span[0] in ("a", "an", "some", "more", "any") or span[0] in FILLERS):
         span = span[1:]
     if not span or span[0] in BACK | {"this", "that", "these"} or len(span) > 8 or \
             len(span) == 1 and (span[0] in NO_ITEM or said_number(span[0])):

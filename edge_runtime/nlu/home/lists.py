@@ -102,6 +102,7 @@ class HomeLists:
     def __post_init__(self) -> None:
         table: dict[tuple[str, ...], tuple[str, str, str]] = {}
         plain: set[tuple[str, ...]] = set()      # the phrases as the home says them
+        spelled: list[tuple[tuple[str, ...], tuple[str, str, str]]] = []
         # entity names first: "kitchen light" is a name, not the area kitchen + "light"
         for slot, values in (("name", self.names.items()), ("area", ((a, "") for a in self.areas)),
                              ("floor", ((f, "") for f in self.floors))):
@@ -112,10 +113,13 @@ class HomeLists:
                 for form in _forms(words):
                     plain.add(form)
                     table.setdefault(form, (slot, value, domain))
+                spelled.extend((form, (slot, value, domain)) for form in _spelled(words))
         # then the same phrases said another way, where no phrase of the home is said so
         for form in sorted(plain):
             for other in said_otherwise([form]):
                 table.setdefault(other, table[form])
+        for form, hit in spelled:
+            table.setdefault(form, hit)
         self._table = table
         self._longest = max((len(k) for k in table), default=0)
         # the same phrases with their spaces dropped: recognizers and people split and join
@@ -277,6 +281,15 @@ def _forms(words: tuple[str, ...]) -> list[tuple[str, ...]]:
         other = last[:-1] if last.endswith("s") else last + "s"
         forms.append((*words[:-1], other))
     return forms
+
+
+def _spelled(words: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The phrase with its last word spelled with or without a silent last "e" ("Annexe"
+    is written "annex" by a recognizer, "Annex" "annexe"); matched, never a repair."""
+    last = words[-1]
+    if len(last) < 5 or last.endswith("s"):
+        return []
+    return [(*words[:-1], last[:-1] if last.endswith("e") else last + "e")]
 
 
 def said_otherwise(forms: list[tuple[str, ...]]) -> list[tuple[str, ...]]:

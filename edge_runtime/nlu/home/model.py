@@ -33,8 +33,9 @@ from .words import (
     BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, COVER_WORDS, DETERMINERS,
     DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS,
     MEDIA_WORDS, NEGATIONS, NO_ITEM, OPENING, RUNNING, STARTED, STATE_OF_VERB, SURE_CORRECTIONS,
-    TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked, commanded, excepted, leading_word, named_kinds,
-    negated, number_word, renumbered, repair_commands, said_number, told, turned_up_or_down)
+    TAGS, TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked, commanded, excepted, leading_word,
+    named_kinds, negated, number_word, renumbered, repair_commands, said_number, told,
+    turned_up_or_down)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -134,7 +135,13 @@ QUESTION_STARTS = frozenset(("is", "are", "did", "do", "does", "have", "has", "w
                              "who", "whos", "tell", "should", "shall"))
 # requests about a device or area: with an unknown word and no name or area, asked back
 TARGETED = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition",
-                      "HassGetState"))
+                      "HassGetState", "HassVacuumStart", "HassVacuumReturnToBase",
+                      "HassLawnMowerStartMowing", "HassLawnMowerDock"))
+# the kind of device an intent needs the home to have ("start the curie": no mower here)
+NEEDS_DOMAIN = {"HassVacuumStart": "vacuum", "HassVacuumReturnToBase": "vacuum",
+                "HassVacuumCleanArea": "vacuum", "HassLawnMowerStartMowing": "lawn_mower",
+                "HassLawnMowerDock": "lawn_mower", "HassClimateSetFanMode": "climate",
+                "HassFanSetSpeed": "fan"}
 # actions on every device of a domain when they name no device, area or floor: Home
 # Assistant takes them only with "all" or "everywhere" wording ("turn off all the lights");
 # "turn on the lights" needs the speaker's area, which we do not know: asked back
@@ -196,9 +203,9 @@ def spoken_units(words: list[str]) -> list[str]:
     return out
 _CLAUSE = re.compile(r"[,;.!?]+\s")        # (a decimal point is no clause boundary)
 _IS = re.compile(r"(?<=\w)'s\b")
-# a question's tag, as its own clause ("..., aren't they?", "..., have I?", "..., yes?")
-_TAG = re.compile(r"^(?:(?:is|isnt|are|arent|have|havent|has|hasnt|did|didnt|was|wasnt|do|dont)"
-                  r"\s+(?:it|they|i|we|you|he|she)|yes|yeah|right|correct|innit)$")
+# list verbs a recognizer may end with a comma ("Add, take the bins out to Chores")
+_STATE_VERBS = frozenset(("open", "close", "shut"))      # "the skylight's shut, right?"
+_ALONE = frozenset(("add", "mark", "tick", "cross", "put", "remove"))
 _TAG_STATES = frozenset(("on", "off", "open", "closed", "shut", "locked", "unlocked", "up",
                          "down", "running"))
 
@@ -227,6 +234,20 @@ def run_on(m: Match, found: list[Match], words: list[str]) -> bool:
         any(n.slot == "name" and n.end == m.start - 1 for n in found) and \
         m.end < len(words) and words[m.end] not in DEVICE_WORDS | {"one", "ones"} and \
         not any(n.start == m.end for n in found)
+
+
+def all_said(masked: list[str]) -> bool:
+    """Every device of the kind is asked for: "all the lights", "the whole house" (not "the
+    whole light", a misheard "hall light")."""
+    for i, w in enumerate(masked):
+        if w in ("whole", "entire"):
+            if masked[i + 1:i + 2] and masked[i + 1] in LIGHT_WORDS and \
+                    not masked[i + 1].endswith("s"):
+                continue
+            return True
+        if w in _ALL_WORDS:
+            return True
+    return False
 
 
 def put_on_player(masked: list[str]) -> bool:
@@ -330,7 +351,12 @@ class HomeModel:
             return replace(self._parse(bare), accepted=False, missing=("name",))
         text = corrected
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
-        if len(clauses) > 1 and _TAG.match(normalize_text(clauses[-1])):
+        if len(clauses) > 1 and normalize_text(clauses[0]).split() in ([v] for v in _ALONE):
+            # "Add, take the bins out to Chores": a verb heard with a pause after it
+            text = " ".join(clauses)
+            clauses = [text]
+        if len(clauses) > 1 and tuple(normalize_text(clauses[-1]).split()) in TAGS:
+            # a question's tag, as its own clause ("..., aren't they?", "..., have I?")
             text = self._tag_asked(" ".join(clauses[:-1])) or text
             clauses = [c for c in _CLAUSE.split(text) if c.strip()]
         whole = self._parse(text)
@@ -344,14 +370,17 @@ class HomeModel:
             return last      # "I can't remember if I switched it off, is it still on"
         named_before = self.lists.matches(normalize_text(" ".join(clauses[:-1])).split())
         if named_before and last.accepted and not set(last.slots) & set(ENTITY_SLOTS) \
-                and (last.intent == whole.intent or not whole.accepted) and \
-                REQUIRED.get(last.intent) != ("item",):
+                and REQUIRED.get(last.intent) != ("item",):
             # "Soundbar, volume 35": the device said first is the command's; "Bedside Lamp,
             # Pause." does not pause whatever plays
             return whole
         if last.accepted and is_action(last.intent) and (
                 not whole.accepted or last.intent == whole.intent
-                or last.confidence > whole.confidence):
+                or last.confidence > whole.confidence) and not (
+                whole.accepted and whole.intent == last.intent and
+                set(whole.slots) - set(last.slots) - set(ENTITY_SLOTS) and
+                set(whole.slots) > set(last.slots)):
+            # (not "timer for 2 minutes, 30 seconds": the whole says more of the same)
             return last
         if not (whole.accepted and is_action(whole.intent)) and \
                 not asked(text, normalize_text(text).split()):
@@ -367,11 +396,11 @@ class HomeModel:
         """A statement asked by its tag ("the pleated blinds are down, aren't they?", "I
         think I've left the immersion on, have I?"), as the question it is ("is the pleated
         blinds down"); None when it names no device or area and state, or commands ("turn
-        it on, yeah?")."""
+        it on, yeah?", "okay, I'll put the kettle on, yeah")."""
         words = normalize_text(said).split()
         found = [m for m in self.lists.matches(words) if m.slot in ENTITY_SLOTS]
         state = next((w for w in reversed(words) if w in _TAG_STATES), None)
-        if not found or state is None or leading_word(words) in COMMAND_VERBS:
+        if not found or state is None or set(words) & (COMMAND_VERBS - _STATE_VERBS):
             return None
         m = found[0]
         return " ".join(["is", "the", *words[m.start:m.end], state])
@@ -527,9 +556,10 @@ class HomeModel:
         if intent in ON_SHOPPING_LIST and str(slots.get("name", "")).casefold() == "shopping list":
             intent = ON_SHOPPING_LIST[intent]    # "stick it on the shopping list"
             del slots["name"]
-        level = slots.get("volume_level")
-        if isinstance(level, (int, float)) and not 0 <= level <= 100:
-            del slots["volume_level"]            # asked back: a level is a percentage
+        for key in ("volume_level", "brightness", "position"):
+            level = slots.get(key)
+            if isinstance(level, (int, float)) and not 0 <= level <= 100:
+                del slots[key]            # asked back: a percentage ("brightness 4000")
         slots.update(fixed)
         need = REQUIRED.get(intent, ())
         missing = need if need and not any(k in slots for k in need) else ()
@@ -537,9 +567,17 @@ class HomeModel:
         if not missing and intent in TARGETED and not found and \
                 any(w not in self.vocab and not number_word(w) for w in masked):
             missing = ("name",)
+        if not missing and intent in TARGETED and "name" not in slots and any(
+                masked[i] == "@area" and masked[i + 2] in ("on", "off") and
+                masked[i + 1] not in self.vocab and not masked[i + 1].startswith("@")
+                for i in range(len(masked) - 2)):
+            missing = ("name",)      # "shower room van on": the fan, misheard? asked back
+        if not missing and intent in NEEDS_DOMAIN and \
+                NEEDS_DOMAIN[intent] not in self.lists.names.values():
+            missing = ("name",)      # no such device in this home
         # every light of the house from "turn on the lights"? only when it says so
         if not missing and intent in WHOLE_DOMAIN and "domain" in slots and \
-                not set(slots) & set(ENTITY_SLOTS) and not set(masked) & _ALL_WORDS:
+                not set(slots) & set(ENTITY_SLOTS) and not all_said(masked):
             missing = ("name",)
         # "switch it off": what is "it"? (said before, or nowhere)
         if not missing and intent in WHOLE_DOMAIN and \
@@ -558,7 +596,12 @@ class HomeModel:
 
     @staticmethod
     def _elsewhere(intent: str, masked: list[str]) -> bool:
-        """A timer request about the music ("how long is left on this song")."""
+        """A timer request about the music ("how long is left on this song"), a temperature
+        request about curtains or a lamp ("check the curtains in the lounge")."""
+        said = set(masked)
+        if intent in ("HassClimateGetTemperature", "HassClimateSetTemperature") and \
+                any(named_kinds(said)) and not said & CLIMATE_WORDS:
+            return True
         return intent in TIMER_INTENTS and bool(MEDIA_ITEMS.intersection(masked)) and \
             not _TIMER_WORDS.intersection(masked)
 

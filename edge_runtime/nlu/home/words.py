@@ -75,12 +75,16 @@ _NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust"}
 
 # a statement ended as a question ("front door locked?", "the fan is off now, yeah?"), but
 # not a polite request ("can you turn the lights on?")
-_TAGS = (("right",), ("yeah",), ("isnt", "it"), ("arent", "they"), ("is", "it"), ("are", "they"),
-         ("isnt", "he"), ("innit",), ("correct",))
+TAGS = frozenset({("right",), ("yeah",), ("yes",), ("innit",), ("correct",)} | {
+    (aux, who) for aux in ("is", "isnt", "are", "arent", "have", "havent", "has", "hasnt", "did",
+                           "didnt", "was", "wasnt", "do", "dont")
+    for who in ("it", "they", "i", "we", "you", "he", "she")})
 _ASKING = frozenset(("can", "could", "would", "will", "please", "may", "might", "cant", "wont",
                      "lets", "why"))
 
 
+_STILL = frozenset(("on", "off", "open", "closed", "locked", "unlocked", "running", "going",
+                    "playing", "up", "down"))
 # "I wonder if the porch light is on" asks; "I wonder if you could turn it on" requests
 _WONDER = re.compile(r"\b(?:wonder|wondering|not sure|unsure)\s+(?:if|whether)\b"
                      r"(?!\s+(?:you|u)\s+(?:could|can|would|will|might)\b)")
@@ -91,8 +95,11 @@ def asked(text: str, words: list[str]) -> bool:
     requests."""
     if not words or words[0] in _ASKING or "please" in words:
         return False
+    if words[0] not in COMMAND_VERBS and any(
+            a == "still" and b in _STILL for a, b in zip(words, words[1:], strict=False)):
+        return True                # "hot tub jets still running" (its "?" not heard)
     return text.rstrip().endswith("?") and len(words) > 1 or \
-        any(tuple(words[-len(tag):]) == tag for tag in _TAGS) or \
+        any(tuple(words[-len(tag):]) == tag for tag in TAGS) or \
         bool(_WONDER.search(" ".join(words)))
 
 
@@ -102,8 +109,8 @@ def asked(text: str, words: list[str]) -> bool:
 # flap because the fox was in the kitchen": the command first; "it's hot in the den so put
 # the fan on": the command after); a recognizer ends the first clause with a full stop as
 # often as a comma ("Turn the lamp off. The fan can stay on.")
-_SPARED = re.compile(r"[,;.!]\s*(?:but\s+)?(?:not\b|leave\b|keep\b|don'?t\s+(?:bother|touch)\b"
-                     r")[^,;.!]*[.!]?$|"
+_SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|"
+                     r"don'?t\s+(?:bother|touch)\b)[^,;.!]*[.!]?$|"
                      r"[,;.!][^,;.!]*\b(?:can|should|may)\s+(?:stay|wait|keep\s+going|carry\s+on)"
                      r"\b[^,;.!]*[.!]?$|"
                      r"[,;.!][^,;.!]*(?:'s|\s+is|\s+are)\s+(?:fine|ok|okay|alright)\b[^,;.!]*[.!]?$|"
@@ -113,7 +120,8 @@ _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+y
                             r"(?:turn|switch|put|set|open|close|shut|lock|unlock|start|stop|"
                             r"play|pause|dim|make|raise|lower)\b)", re.I)
 _SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+(?:on|off|open|closed)"
-                            r"\s*(?:,\s*(?:and|but)?|and|but)\s+", re.I)
+                            r"\s*(?:,\s*(?:and|but)?|and|but)\s+|"
+                            r"^(?:no,?\s+)?not\s+(?:the|my|our)\s+[^,;.]*[,;.]\s*", re.I)
 
 
 def commanded(text: str) -> str:
@@ -202,17 +210,23 @@ _STATED = frozenset(("on", "off", "open", "closed", "shut", "locked", "unlocked"
 _HAPPENS = frozenset(("sticks", "squeaks", "rattles", "leaks", "beeps", "flickers", "buzzes",
                       "hums", "works", "breaks", "jams", "drips", "clicks", "wobbles", "stinks"))
 # a time that has passed: "we put the tree up this afternoon", "ella left the lamp on all night"
-_WHEN_PAST = (("this", "morning"), ("this", "afternoon"), ("last", "night"), ("last", "week"),
-              ("all", "night"), ("all", "day"))
+_WHEN_PAST = {("this", "morning"), ("this", "afternoon"), ("last", "night"), ("last", "week"),
+              ("all", "night"), ("all", "day")}
+# someone, then what they did: "before we came through"
+_PEOPLE = frozenset(("i", "we", "you", "he", "she", "they"))
+_DID = frozenset(("came", "got", "went", "left", "did", "had", "forgot", "arrived"))
 
 
 def _done_before(masked: list[str]) -> bool:
     """Someone did it, then: "ella left the lava lamp on all night" (not "leave ... all
-    night", a request)."""
+    night", a request), "lock the back door before we came through" (a statement
+    misheard: a request says "before we go")."""
     first = masked[0] if masked else ""
+    pairs = {tuple(masked[i:i + 2]) for i in range(len(masked))}
     return first not in COMMAND_VERBS and first not in ("please", "can", "could", "leave",
                                                          "keep") and \
-        any(tuple(masked[i:i + 2]) in _WHEN_PAST for i in range(len(masked)))
+        bool(pairs & _WHEN_PAST) or any(
+            (a, b) in pairs for a in _PEOPLE for b in _DID)
 
 
 TURNED = frozenset(("on", "off", "up", "down", "out", "to", "into", "@color"))
