@@ -148,9 +148,9 @@ NEEDS_DOMAIN = {"HassVacuumStart": "vacuum", "HassVacuumReturnToBase": "vacuum",
 WHOLE_DOMAIN = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition"))
 _ALL_WORDS = frozenset(("all", "every", "everything", "everywhere", "whole", "entire", "house",
                         "home"))
-# intents whose ``name`` slot is their own (a timer's name), not one of the home's entities
 # what says the lights are meant, where no light is named ("it's too dark in the study")
 _SEEING = frozenset(("dark", "darker", "see", "gloomy", "pitch", "bright", "brighter"))
+# intents whose ``name`` slot is their own (a timer's name), not one of the home's entities
 _OWN_NAMES = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer",
                         "HassDecreaseTimer", "HassPauseTimer", "HassUnpauseTimer",
                         "HassTimerStatus", "HassCancelAllTimers"))
@@ -203,8 +203,8 @@ def spoken_units(words: list[str]) -> list[str]:
     return out
 _CLAUSE = re.compile(r"[,;.!?]+\s")        # (a decimal point is no clause boundary)
 _IS = re.compile(r"(?<=\w)'s\b")
-# list verbs a recognizer may end with a comma ("Add, take the bins out to Chores")
 _STATE_VERBS = frozenset(("open", "close", "shut"))      # "the skylight's shut, right?"
+# list verbs a recognizer may end with a comma ("Add, take the bins out to Chores")
 _ALONE = frozenset(("add", "mark", "tick", "cross", "put", "remove"))
 _TAG_STATES = frozenset(("on", "off", "open", "closed", "shut", "locked", "unlocked", "up",
                          "down", "running"))
