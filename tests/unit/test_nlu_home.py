@@ -521,7 +521,7 @@ def test_a_timer_named_like_an_area_or_device(model: HomeModel) -> None:
 
 
 def test_an_area_beginning_the_next_sentence_is_not_the_devices() -> None:
-    from edge_runtime.nlu.home.model import run_on
+    from edge_runtime.nlu.home.reading import run_on
     words = "turn on the sofa lamp the kitchen smells of smoke".split()
     found = HOME.matches(words)
     assert [(m.slot, run_on(m, found, words)) for m in found] == \
@@ -657,7 +657,7 @@ def test_a_players_intent_on_a_lamp_or_set_to_nothing_is_asked_back(model: HomeM
 
 
 def test_statements_advice_and_the_verbs_own_word(model: HomeModel) -> None:
-    from edge_runtime.nlu.home.model import particle
+    from edge_runtime.nlu.home.reading import particle
     from edge_runtime.nlu.home.words import negated, told
     assert particle("turn off the lights on the @area".split()) == "off"
     assert particle("please switch on the @name @light".split()) == "on"

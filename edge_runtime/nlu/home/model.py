@@ -29,6 +29,8 @@ from ..hass import SlotFiller
 from ..text import normalize_text
 from .free_text import PARTICLES, WildText, ends_in_list, listed_item
 from .lists import ENTITY_SLOTS, HomeLists, Match
+from .reading import (all_said, follows, halfway, particle, placed, put_on_player, run_on,
+                      spoken_units)
 from .words import (
     BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, COVER_WORDS, DETERMINERS,
     DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS,
@@ -115,7 +117,6 @@ class HomeSlotFiller(SlotFiller):
         return super()._fuzzy_hits(intent, words, used)
 
 
-_TIME_UNITS = frozenset(("hour", "minute", "second"))
 # an intent acts only with one of these slots; without, it is asked back
 REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
             "HassSetVolume": ("volume_level",), "HassSetVolumeRelative": ("volume_step",),
@@ -146,8 +147,6 @@ NEEDS_DOMAIN = {"HassVacuumStart": "vacuum", "HassVacuumReturnToBase": "vacuum",
 # Assistant takes them only with "all" or "everywhere" wording ("turn off all the lights");
 # "turn on the lights" needs the speaker's area, which we do not know: asked back
 WHOLE_DOMAIN = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition"))
-_ALL_WORDS = frozenset(("all", "every", "everything", "everywhere", "whole", "entire", "house",
-                        "home"))
 # what says the lights are meant, where no light is named ("it's too dark in the study")
 _SEEING = frozenset(("dark", "darker", "see", "gloomy", "pitch", "bright", "brighter"))
 # intents whose ``name`` slot is their own (a timer's name), not one of the home's entities
@@ -193,14 +192,6 @@ def doubted(parse: HomeParse, unsure: frozenset[str]) -> list[str]:
     return [w for k in FREE_SLOTS for w in str(parse.slots.get(k, "")).split() if w in unsure]
 
 
-def spoken_units(words: list[str]) -> list[str]:
-    """ "an hour" -> "1 hour", "a minute and a half" -> "1 minute and a half"."""
-    out = list(words)
-    for i in range(len(out) - 1):
-        if out[i] in ("a", "an") and out[i + 1].rstrip("s") in _TIME_UNITS and \
-                (i == 0 or out[i - 1] not in ("and", "half")):
-            out[i] = "1"
-    return out
 _CLAUSE = re.compile(r"[,;.!?]+\s")        # (a decimal point is no clause boundary)
 _IS = re.compile(r"(?<=\w)'s\b")
 _STATE_VERBS = frozenset(("open", "close", "shut"))      # "the skylight's shut, right?"
@@ -210,73 +201,6 @@ _TAG_STATES = frozenset(("on", "off", "open", "closed", "shut", "locked", "unloc
                          "down", "running"))
 
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
-
-
-def particle(masked: list[str]) -> str:
-    """The word right after a leading "turn", "switch" or "flip" ("turn off ..." -> "off")."""
-    words = [w for w in masked if w not in ("please",)]
-    k = next((i for i, w in enumerate(words) if w in ("turn", "switch", "flip")), None)
-    return words[k + 1] if k is not None and k + 1 < len(words) and \
-        leading_word(words) == words[k] else ""
-
-
-def halfway(masked: list[str]) -> bool:
-    """ "halfway", "half way", "half open": a cover's position of 50."""
-    return "halfway" in masked or any(a == "half" and b in ("way", "open", "closed", "up", "down")
-                                      for a, b in zip(masked, masked[1:], strict=False))
-
-
-def run_on(m: Match, found: list[Match], words: list[str]) -> bool:
-    """An area that begins the next sentence, heard without its full stop ("turn on the
-    dehumidifier the cellar smells damp again"): right after a device's name and "the",
-    and followed by a word that is no device's."""
-    return m.slot == "area" and m.start >= 2 and words[m.start - 1] == "the" and \
-        any(n.slot == "name" and n.end == m.start - 1 for n in found) and \
-        m.end < len(words) and words[m.end] not in DEVICE_WORDS | {"one", "ones"} and \
-        not any(n.start == m.end for n in found)
-
-
-def all_said(masked: list[str]) -> bool:
-    """Every device of the kind is asked for: "all the lights", "the whole house" (not "the
-    whole light", a misheard "hall light")."""
-    for i, w in enumerate(masked):
-        if w in ("whole", "entire"):
-            if masked[i + 1:i + 2] and masked[i + 1] in LIGHT_WORDS and \
-                    not masked[i + 1].endswith("s"):
-                continue
-            return True
-        if w in _ALL_WORDS:
-            return True
-    return False
-
-
-def put_on_player(masked: list[str]) -> bool:
-    """Something put on a media player ("put bluey on the tv", "put on some jazz on the
-    speaker"): words between "put [on]" and "on <the player>" that name no device."""
-    if leading_word(masked) != "put":
-        return False
-    k = masked.index("put") + 1
-    k += k < len(masked) and masked[k] == "on"
-    end = next((i for i in range(k, len(masked)) if masked[i] == "on"), None)
-    if end is None or "@media_player" not in masked[end:]:
-        return False
-    return any(w not in DETERMINERS and not w.startswith("@") for w in masked[k:end])
-
-
-def _placed(masked: list[str], i: int) -> bool:
-    """The "on" at ``i`` says where, not which way: "shut the gate on the driveway" (not
-    "turn on the lights")."""
-    before, after = masked[i - 1] if i else "", masked[i + 1:i + 3]
-    if after[:1] in (["the"], ["my"], ["our"]):
-        after = after[1:]
-    return bool(before) and before not in COMMAND_VERBS and before not in ("it", "them") and \
-        after[:1] in (["@area"], ["@floor"])
-
-
-def _follows(masked: list[str], words: list[str]) -> bool:
-    """``words`` are said in ``masked``, one after the other."""
-    n = len(words)
-    return any(masked[i:i + n] == words for i in range(len(masked) - n + 1))
 
 
 def plain_text(masked: list[str]) -> str:
@@ -616,7 +540,7 @@ class HomeModel:
         if intent in ("HassTurnOn", "HassTurnOff") and first == "add":
             return True            # "add the porch lights on": a list's verb (misheard "are")
         said = set(masked)
-        turned_on = any(w == "on" and not _placed(masked, i) for i, w in enumerate(masked))
+        turned_on = any(w == "on" and not placed(masked, i) for i, w in enumerate(masked))
         if intent == "HassTurnOn" and "off" in said and not turned_on or \
                 intent == "HassTurnOff" and turned_on and "off" not in said:
             return True            # the reading says the opposite of the words
@@ -771,7 +695,7 @@ class HomeModel:
                 start = int(len(query) > 2 and query[0] in DETERMINERS)
                 slots["search_query"] = " ".join(query[start:-1])
         query = str(slots.get("search_query", "")).split()
-        if len(query) > 1 and query[-1] in PARTICLES and _follows(masked, [*query, "on"]):
+        if len(query) > 1 and query[-1] in PARTICLES and follows(masked, [*query, "on"]):
             slots["search_query"] = " ".join(query[:-1])   # "put on classic rock out on ..."
         if intent in TIMER_INTENTS and "timer" in masked and any(
                 masked[i:i + 2] in (["a", "minute"], ["a", "second"], ["a", "sec"])

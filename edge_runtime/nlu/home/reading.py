@@ -1,0 +1,90 @@
+"""How a home request's words read, before and after its names are masked (``@name
+@light``): the verb's own particle, a cover's halfway, an area that begins the next
+sentence, "all" of a kind, a show put on a player, an "on" that says where. Pure functions
+over normalized words; ``model.HomeModel`` applies them."""
+from __future__ import annotations
+
+from .lists import Match
+from .words import COMMAND_VERBS, DETERMINERS, DEVICE_WORDS, LIGHT_WORDS, leading_word
+
+_TIME_UNITS = frozenset(("hour", "minute", "second"))
+# what asks for every device of a kind ("turn off all the lights", "the whole house")
+_ALL_WORDS = frozenset(("all", "every", "everything", "everywhere", "whole", "entire", "house",
+                        "home"))
+
+
+def spoken_units(words: list[str]) -> list[str]:
+    """ "an hour" -> "1 hour", "a minute and a half" -> "1 minute and a half"."""
+    out = list(words)
+    for i in range(len(out) - 1):
+        if out[i] in ("a", "an") and out[i + 1].rstrip("s") in _TIME_UNITS and \
+                (i == 0 or out[i - 1] not in ("and", "half")):
+            out[i] = "1"
+    return out
+
+
+def particle(masked: list[str]) -> str:
+    """The word right after a leading "turn", "switch" or "flip" ("turn off ..." -> "off")."""
+    words = [w for w in masked if w not in ("please",)]
+    k = next((i for i, w in enumerate(words) if w in ("turn", "switch", "flip")), None)
+    return words[k + 1] if k is not None and k + 1 < len(words) and \
+        leading_word(words) == words[k] else ""
+
+
+def halfway(masked: list[str]) -> bool:
+    """ "halfway", "half way", "half open": a cover's position of 50."""
+    return "halfway" in masked or any(a == "half" and b in ("way", "open", "closed", "up", "down")
+                                      for a, b in zip(masked, masked[1:], strict=False))
+
+
+def run_on(m: Match, found: list[Match], words: list[str]) -> bool:
+    """An area that begins the next sentence, heard without its full stop ("turn on the
+    dehumidifier the cellar smells damp again"): right after a device's name and "the",
+    and followed by a word that is no device's."""
+    return m.slot == "area" and m.start >= 2 and words[m.start - 1] == "the" and \
+        any(n.slot == "name" and n.end == m.start - 1 for n in found) and \
+        m.end < len(words) and words[m.end] not in DEVICE_WORDS | {"one", "ones"} and \
+        not any(n.start == m.end for n in found)
+
+
+def all_said(masked: list[str]) -> bool:
+    """Every device of the kind is asked for: "all the lights", "the whole house" (not "the
+    whole light", a misheard "hall light")."""
+    for i, w in enumerate(masked):
+        if w in ("whole", "entire"):
+            if masked[i + 1:i + 2] and masked[i + 1] in LIGHT_WORDS and \
+                    not masked[i + 1].endswith("s"):
+                continue
+            return True
+        if w in _ALL_WORDS:
+            return True
+    return False
+
+
+def put_on_player(masked: list[str]) -> bool:
+    """Something put on a media player ("put bluey on the tv", "put on some jazz on the
+    speaker"): words between "put [on]" and "on <the player>" that name no device."""
+    if leading_word(masked) != "put":
+        return False
+    k = masked.index("put") + 1
+    k += k < len(masked) and masked[k] == "on"
+    end = next((i for i in range(k, len(masked)) if masked[i] == "on"), None)
+    if end is None or "@media_player" not in masked[end:]:
+        return False
+    return any(w not in DETERMINERS and not w.startswith("@") for w in masked[k:end])
+
+
+def placed(masked: list[str], i: int) -> bool:
+    """The "on" at ``i`` says where, not which way: "shut the gate on the driveway" (not
+    "turn on the lights")."""
+    before, after = masked[i - 1] if i else "", masked[i + 1:i + 3]
+    if after[:1] in (["the"], ["my"], ["our"]):
+        after = after[1:]
+    return bool(before) and before not in COMMAND_VERBS and before not in ("it", "them") and \
+        after[:1] in (["@area"], ["@floor"])
+
+
+def follows(masked: list[str], words: list[str]) -> bool:
+    """``words`` are said in ``masked``, one after the other."""
+    n = len(words)
+    return any(masked[i:i + n] == words for i in range(len(masked) - n + 1))
