@@ -875,3 +875,27 @@ def test_what_a_recognizer_makes_of_a_command_is_not_acted_on_wrongly(model: Hom
         ("HassStartTimer", 2, 30)
     p = home.parse("Kettle still running,")                     # a question, its "?" unheard
     assert not (p.accepted and p.intent == "HassTurnOn")
+
+
+def test_aircon_hesitations_thanks_and_a_command_named_first(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(("lounge",), (), {
+        "roller blinds": "cover", "driveway gate": "cover", "robo": "vacuum",
+        "sonos": "media_player"}))
+    p = home.parse("turn the aircon to 26")                   # no player: the temperature
+    assert (p.intent, p.slots.get("temperature")) == ("HassClimateSetTemperature", 26)
+    p = home.parse("um yeah can you uh open the driveway gate cheers")
+    assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOn", "driveway gate", True)
+    p = home.parse("start robo while we're out")
+    assert (p.intent, p.slots.get("name")) == ("HassVacuumStart", "robo")
+    p = home.parse("roller blinds down, the sun's right on the telly")
+    assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOff", "roller blinds", True)
+    p = home.parse("drop the roller blinds")
+    assert (p.intent, p.slots.get("name")) == ("HassTurnOff", "roller blinds")
+    p = home.parse("play drake on the sonos")                 # no kind said: no media class
+    assert (p.intent, p.slots.get("search_query"), p.slots.get("media_class")) == \
+        ("HassMediaSearchAndPlay", "drake", None)
+    p = home.parse("lower the thermostat to 18")
+    assert (p.intent, p.slots.get("temperature")) == ("HassClimateSetTemperature", 18)
+    p = home.parse("set the thermostat to 68 fahrenheit")
+    assert (p.intent, p.slots.get("temperature")) == ("HassClimateSetTemperature", 68)
+    assert home.parse("all lights off eh").accepted

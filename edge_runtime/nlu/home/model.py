@@ -36,8 +36,8 @@ from .words import (
     DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS,
     MEDIA_WORDS, NEGATIONS, NO_ITEM, OPENING, RUNNING, STARTED, STATE_OF_VERB, SURE_CORRECTIONS,
     TAGS, TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked, commanded, excepted, leading_word,
-    named_kinds, negated, number_word, renumbered, repair_commands, said_number, told,
-    turned_up_or_down)
+    named_kinds, negated, number_word, renumbered, repair_commands, said_number, said_plainly,
+    told, turned_up_or_down)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -160,13 +160,18 @@ _PLAYER_INTENTS = frozenset(("HassMediaPause", "HassMediaUnpause", "HassMediaNex
                              "HassMediaPlayerMute", "HassMediaPlayerUnmute"))
 _PLAYED = (MEDIA_WORDS - {"volume", "sound"}) | MEDIA_ITEMS | {"@media_player", "telly",
                                                                 "television"}
-_NOT_PLAYED = LIGHT_WORDS | COVER_WORDS | {"@cover", "@fan", "@lock", "@switch", "@climate",
-                                           "@vacuum", "fan", "door"}
+_NOT_PLAYED = LIGHT_WORDS | COVER_WORDS | (CLIMATE_WORDS - {"degrees"}) | {
+    "@cover", "@fan", "@lock", "@switch", "@climate", "@vacuum", "fan", "door"}
 # a to-do request on the list named "Shopping List" is the shopping list's own (Home
 # Assistant's templates have "add milk to the shopping list" both ways)
 ON_SHOPPING_LIST = {"HassListAddItem": "HassShoppingListAddItem",
                     "HassListCompleteItem": "HassShoppingListCompleteItem"}
 # timer actions that, without the word, could as well be the music's ("pause this")
+# the words that say what kind of media is asked for
+_KINDS_SAID = MEDIA_ITEMS | frozenset(("artist", "artists", "band", "album", "albums", "track",
+                                      "tracks", "songs", "playlists", "podcasts", "episodes",
+                                      "movies", "films", "shows", "audiobook", "station", "radio",
+                                      "channel", "genre", "series", "book"))
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
 # intents that only answer or do nothing; every other home intent acts on the home
@@ -310,9 +315,11 @@ class HomeModel:
                 not asked(text, normalize_text(text).split()):
             # "close the drapes, the sun is on the screen": the command, then its reason
             # (a first clause that is a command: it begins with the verb)
-            head = normalize_text(clauses[0]).split()[:1]
+            # (or that names a device, then which way: "roller blinds down, the sun's ...")
+            said = normalize_text(clauses[0]).split()
             first = self._parse(clauses[0])
-            if head and head[0] in COMMAND_VERBS and first.accepted and is_action(first.intent):
+            if said and (said[0] in COMMAND_VERBS or said[-1] in TURNED | OPENING | CLOSING) \
+                    and first.accepted and is_action(first.intent):
                 return first
         return whole
 
@@ -422,6 +429,7 @@ class HomeModel:
         words = heard = normalize_text(text).split()
         if not words:
             return HomeParse(OTHER, 1.0)
+        words = said_plainly(words)
         if self.repair:
             words = self.lists.repair(repair_commands(words), self.vocab)
         words = self.lists.reordered(words)
@@ -600,6 +608,11 @@ class HomeModel:
                 intent != ("HassTurnOn" if particle(masked) == "on" else "HassTurnOff"):
             # "turn off the lights on the roof terrace": the verb's own word says which
             moved = "HassTurnOn" if particle(masked) == "on" else "HassTurnOff"
+        elif intent in ("HassSetVolume", "HassSetVolumeRelative") and number and \
+                said & CLIMATE_WORDS and not said & _PLAYED:
+            moved = "HassClimateSetTemperature"   # "turn the aircon to 26": no player
+        elif intent == "HassSetPosition" and said & CLIMATE_WORDS and not cover:
+            moved = "HassClimateSetTemperature"   # "lower the thermostat to 18"
         elif intent == "HassSetPosition" and not number:
             moved = max(("HassTurnOn", "HassTurnOff"), key=lambda i: per_intent[self._at[i]])
         elif intent == "HassTurnOn" or leading_word(masked) == "set" and "off" in said:
@@ -683,6 +696,8 @@ class HomeModel:
         for key in FREE_SLOTS:
             if key in slots:
                 self._cut_at_target(slots, key, allowed)
+        if "media_class" in slots and not said & _KINDS_SAID:
+            del slots["media_class"]   # "play drake": no kind said ("drake" is not "track")
         query = str(slots.get("search_query", "")).split()
         kind = str(slots.get("media_class", ""))
         for lead in ([query[0], kind] if query[:1] and query[0] in DETERMINERS else [], [kind]):

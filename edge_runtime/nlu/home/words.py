@@ -13,12 +13,12 @@ COVER_WORDS = frozenset(("shade", "shades", "blind", "blinds", "curtain", "curta
 LIGHT_WORDS = frozenset(("light", "lights", "lamp", "lamps", "bulb", "bulbs", "lighting",
                          "@light"))
 CLIMATE_WORDS = frozenset(("temperature", "temp", "heat", "heating", "thermostat", "degrees",
-                           "ac", "cooling"))
+                           "ac", "cooling", "aircon", "conditioning", "conditioner", "heater"))
 KELVIN_WORDS = frozenset(("kelvin", "k", "white", "daylight"))
 RUNNING = frozenset(("running", "going"))
 # which way a cover goes (Home Assistant: open is HassTurnOn, close HassTurnOff)
 OPENING = frozenset(("open", "up", "out", "extend", "raise", "lift"))
-CLOSING = frozenset(("close", "shut", "down", "retract", "lower"))
+CLOSING = frozenset(("close", "shut", "down", "retract", "lower", "drop"))
 # the state a verb leaves ("did I lock ...": locked), also how a recognizer writes a
 # question's last word ("is the gate lock")
 STATE_OF_VERB = {"unlock": "unlocked", "lock": "locked", "close": "closed", "shut": "closed"}
@@ -33,7 +33,7 @@ COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "u
                            "stop", "set", "put", "play", "pause", "add", "remove", "cancel",
                            "dim", "change", "make", "raise", "lower", "kill", "run", "do",
                            "skip", "mute", "unmute", "resume", "unpause", "brighten", "bother",
-                           "mow", "vacuum", "hoover", "clean"))
+                           "mow", "vacuum", "hoover", "clean", "drop"))
 
 
 # words before the request that say nothing of it ("so um close the skylight")
@@ -115,7 +115,12 @@ _SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|"
                      r"\b[^,;.!]*[.!]?$|"
                      r"[,;.!][^,;.!]*(?:'s|\s+is|\s+are)\s+(?:fine|ok|okay|alright)\b[^,;.!]*[.!]?$|"
                      r"\s+but\s+(?:leave|keep)\s+[^,;.!]*[.!]?$", re.I)
-_REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$", re.I)
+_REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$|"
+                           r"\s+while\s+(?:we|i|you|he|she|they)(?:'re|'m|\s+are|\s+am)?\s.*$",
+                           re.I)
+# hesitations before a request and thanks after it ("um yeah can you uh open the gate cheers")
+_HESITATED = re.compile(r"^(?:(?:um+|uh+|er+|erm|yeah|yep)[,.]?\s+)+|"
+                        r"[,.]?\s+(?:cheers|thanks|thank\s+you|ta|eh)(?:\s+mate)?[.!?]*$", re.I)
 _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+you\s+)?"
                             r"(?:turn|switch|put|set|open|close|shut|lock|unlock|start|stop|"
                             r"play|pause|dim|make|raise|lower)\b)", re.I)
@@ -126,7 +131,7 @@ _SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+(?:on|of
 
 def commanded(text: str) -> str:
     """``text`` without the clause that spares a device or the reason around the command."""
-    bare = _SPARED_BEFORE.sub("", _SPARED.sub("", text))
+    bare = _SPARED_BEFORE.sub("", _SPARED.sub("", _HESITATED.sub("", text)))
     bare = _REASON_AFTER.sub("", bare)
     return _REASON_BEFORE.sub("", bare) or text
 
@@ -303,6 +308,20 @@ def repair_commands(words: list[str]) -> list[str]:
     if len(words) > 2 and words[0] in ("is", "are") and words[-1] in STATE_OF_VERB:
         return [*words[:-1], STATE_OF_VERB[words[-1]]]
     return words
+
+
+# a word for what the templates say otherwise ("aircon": "air conditioning", "68 fahrenheit":
+# "68 degrees")
+_SAID_AS = {"aircon": ("air", "conditioning"), "airconditioning": ("air", "conditioning"),
+            "airconditioner": ("air", "conditioner"), "fahrenheit": ("degrees",),
+            "celsius": ("degrees",), "centigrade": ("degrees",)}
+
+
+def said_plainly(words: list[str]) -> list[str]:
+    """``words`` with a compound the model never saw said as the words it did."""
+    if not any(w in _SAID_AS for w in words):
+        return words
+    return [part for w in words for part in _SAID_AS.get(w, (w,))]
 
 
 def number_word(word: str) -> bool:
