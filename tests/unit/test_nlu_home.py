@@ -875,6 +875,11 @@ def test_what_a_recognizer_makes_of_a_command_is_not_acted_on_wrongly(model: Hom
         ("HassStartTimer", 2, 30)
     p = home.parse("Kettle still running,")                     # a question, its "?" unheard
     assert not (p.accepted and p.intent == "HassTurnOn")
+    for heard in ("Kettle, Awn,", "It's hammering it down. Shut the bellux."):
+        assert not home.parse(heard).accepted, heard             # on? off? the volume?
+    assert home.parse("Volume to 50, No Way, 40.").slots.get("volume_level") == 40
+    p = home.parse("Mark take the bins out is done on chores.")
+    assert p.slots.get("item") == "take the bins out"
 
 
 def test_aircon_hesitations_thanks_and_a_command_named_first(model: HomeModel) -> None:

@@ -59,8 +59,8 @@ def listed_item(words: list[str], found: list[Match]) -> str:
     if end <= k or words[end - 1] not in _LIST_LEADS:
         return ""
     end -= 1
-    done = next((i for i in range(k, end - 1) if words[i] == "as" and words[i + 1] in DONE),
-                None)
+    done = next((i for i in range(k, end - 1)       # ("is done": "as done" misheard)
+                 if words[i] in ("as", "is") and words[i + 1] in DONE), None)
     span = words[k:done if done is not None else end]
     while span and (span[0] in ("a", "an", "some", "more", "any") or span[0] in FILLERS):
         span = span[1:]

@@ -147,6 +147,9 @@ NEEDS_DOMAIN = {"HassVacuumStart": "vacuum", "HassVacuumReturnToBase": "vacuum",
 # Assistant takes them only with "all" or "everywhere" wording ("turn off all the lights");
 # "turn on the lights" needs the speaker's area, which we do not know: asked back
 WHOLE_DOMAIN = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition"))
+# what says a volume is meant, where no player is named ("turn it down a bit": asked back)
+_LOUDNESS = frozenset(("volume", "sound", "louder", "quieter", "softer", "loud", "quiet",
+                       "noisy", "noise", "mute"))
 # what says the lights are meant, where no light is named ("it's too dark in the study")
 _SEEING = frozenset(("dark", "darker", "see", "gloomy", "pitch", "bright", "brighter"))
 # intents whose ``name`` slot is their own (a timer's name), not one of the home's entities
@@ -563,6 +566,13 @@ class HomeModel:
         if intent in ("HassTurnOn", "HassTurnOff") and "@name" not in said and \
                 not said & (LIGHT_WORDS | TURNED | COMMAND_VERBS | _SEEING):
             return True            # "it's freezing in the sunroom": the lights? the heat?
+        if intent in ("HassTurnOn", "HassTurnOff") and len(masked) <= 4 and \
+                not said & (TURNED | COMMAND_VERBS | OPENING | CLOSING | _SEEING) and \
+                any(w not in self.vocab and not w.startswith("@") for w in masked):
+            return True            # "dehumidifier, awn": on? off? (misheard)
+        if intent == "HassSetVolumeRelative" and not said & (_PLAYED | _LOUDNESS) and \
+                not turned_up_or_down(masked):
+            return True            # "it's hammering it down": not the volume
         return all(w.startswith("@") for w in masked) or not (
             first in self.vocab or first.startswith("@") or number_word(first)) and (
             then in DETERMINERS or then.startswith("@"))

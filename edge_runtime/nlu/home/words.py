@@ -143,7 +143,7 @@ _NUMBER = (r"(?:\d+(?:\.\d+)?|(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eigh
            r"eighteen|nineteen|a\s+hundred|one\s+hundred|hundred))")
 _UNIT = r"\s*(?:percent|%|degrees|minutes?|seconds?|hours?)?"
 _RENUMBER = re.compile(rf"^(?P<head>.*?\b)(?P<old>{_NUMBER})(?P<unit>{_UNIT})"
-                       r"[,.]?\s+(?:no(?:\s+wait)?|wait|sorry|i\s+mean|actually)[,.]?\s+"
+                       r"[,.]?\s+(?:no(?:\s+wa(?:it|y))?|wait|sorry|i\s+mean|actually)[,.]?\s+"
                        r"(?:make\s+it\s+)?"
                        rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*[.!]?$", re.I)
 
