@@ -147,7 +147,8 @@ NEEDS_DOMAIN = {"HassVacuumStart": "vacuum", "HassVacuumReturnToBase": "vacuum",
 # Assistant takes them only with "all" or "everywhere" wording ("turn off all the lights");
 # "turn on the lights" needs the speaker's area, which we do not know: asked back
 WHOLE_DOMAIN = frozenset(("HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition"))
-# what says a volume is meant, where no player is named ("turn it down a bit": asked back)
+# what says a volume is meant where no player is named, besides "turn it up/down" (not
+# "it's hammering it down")
 _LOUDNESS = frozenset(("volume", "sound", "louder", "quieter", "softer", "loud", "quiet",
                        "noisy", "noise", "mute"))
 # what says the lights are meant, where no light is named ("it's too dark in the study")
@@ -169,12 +170,12 @@ _NOT_PLAYED = LIGHT_WORDS | COVER_WORDS | (CLIMATE_WORDS - {"degrees"}) | {
 # Assistant's templates have "add milk to the shopping list" both ways)
 ON_SHOPPING_LIST = {"HassListAddItem": "HassShoppingListAddItem",
                     "HassListCompleteItem": "HassShoppingListCompleteItem"}
-# timer actions that, without the word, could as well be the music's ("pause this")
 # the words that say what kind of media is asked for
 _KINDS_SAID = MEDIA_ITEMS | frozenset(("artist", "artists", "band", "album", "albums", "track",
                                       "tracks", "songs", "playlists", "podcasts", "episodes",
                                       "movies", "films", "shows", "audiobook", "station", "radio",
                                       "channel", "genre", "series", "book"))
+# timer actions that, without the word, could as well be the music's ("pause this")
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
 # intents that only answer or do nothing; every other home intent acts on the home

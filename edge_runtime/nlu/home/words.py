@@ -130,7 +130,8 @@ _SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+(?:on|of
 
 
 def commanded(text: str) -> str:
-    """``text`` without the clause that spares a device or the reason around the command."""
+    """``text`` without the clause that spares a device or the reason around the command, and
+    without the hesitations before it and thanks after it."""
     bare = _SPARED_BEFORE.sub("", _SPARED.sub("", _HESITATED.sub("", text)))
     bare = _REASON_AFTER.sub("", bare)
     return _REASON_BEFORE.sub("", bare) or text
@@ -318,10 +319,17 @@ _SAID_AS = {"aircon": ("air", "conditioning"), "airconditioning": ("air", "condi
 
 
 def said_plainly(words: list[str]) -> list[str]:
-    """``words`` with a compound the model never saw said as the words it did."""
+    """``words`` with a compound the model never saw said as the words it did ("68 degrees
+    fahrenheit": "68 degrees")."""
     if not any(w in _SAID_AS for w in words):
         return words
-    return [part for w in words for part in _SAID_AS.get(w, (w,))]
+    out: list[str] = []
+    for w in words:
+        plain = _SAID_AS.get(w, (w,))
+        if plain == ("degrees",) and out[-1:] == ["degrees"]:
+            continue
+        out.extend(plain)
+    return out
 
 
 def number_word(word: str) -> bool:
