@@ -136,6 +136,9 @@ class LlamaCpp:
     def __init__(self, spec: dict) -> None:
         from llama_cpp import Llama
 
+        from edge_runtime.llm.llama_cpp_engine import without_amx
+        without_amx()        # (llama.cpp#20824: its AMX path crashes on some CPUs)
+
         self.spec = spec
         self.llm = Llama(spec["gguf"], n_threads=spec["threads"],
                          n_threads_batch=spec["threads"], n_ctx=spec["n_ctx"], verbose=False)

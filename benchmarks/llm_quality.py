@@ -69,6 +69,9 @@ def _ours(model_dir: Path, threads: int):
 def _llama(gguf: Path, threads: int, chat_format: str | None):
     from llama_cpp import Llama
 
+    from edge_runtime.llm.llama_cpp_engine import without_amx
+    without_amx()        # (llama.cpp#20824: its AMX path crashes on some CPUs)
+
     llm = Llama(str(gguf), n_threads=threads, n_ctx=1024, verbose=False,
                 chat_format=None if chat_format == "qa" else chat_format)
     system_role = chat_format != "gemma"   # Gemma has no system turn: fold it into the user's

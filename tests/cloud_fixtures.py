@@ -245,7 +245,10 @@ def llama_server(threads: int = 2, timeout_s: float = 60.0):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
+    # (llama_cpp.server, with llama.cpp's AMX weight path off on an AMX CPU: llama.cpp#20824)
+    cmd = [sys.executable, "-c", "from edge_runtime.llm.llama_cpp_engine import without_amx; "
+           "without_amx(); import runpy; runpy.run_module('llama_cpp.server', "
+           "run_name='__main__', alter_sys=True)", "--model", str(gguf), "--host",
            "127.0.0.1", "--port", str(port), "--n_threads", str(threads), "--n_ctx", "1024",
            "--model_alias", LLAMA_MODEL_ALIAS, "--interrupt_requests", "false"]
     log_file = open(os.devnull if os.environ.get("EDGE_TEST_QUIET") else

@@ -33,6 +33,36 @@ GEMMA_TEMPLATE = (  # Gemma has no system role: the system text goes in a user t
 END_OF_TURN = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>")
 
 
+def without_amx() -> bool:
+    """On a CPU with AMX, make llama.cpp load weights without its extra buffer types.
+
+    llama.cpp's AMX path repacks the weights at load and segfaults in the first matrix
+    product on some AMX CPUs (ggml-org/llama.cpp#20824; seen here on a Sapphire Rapids
+    class Xeon with llama-cpp-python 0.3.36). Every ``Llama`` made afterwards in this
+    process (the engine's, llama_cpp.server's) then loads with ``use_extra_bufts`` off,
+    the plain CPU kernels. Elsewhere nothing changes (repacking stays on). True when
+    the switch is in effect.
+    """
+    import llama_cpp.llama_cpp as lib
+
+    if getattr(lib.llama_model_default_params, "_edge_without_amx", False):
+        return True
+    if b"AMX_INT8 = 1" not in lib.llama_print_system_info():
+        return False
+    default = lib.llama_model_default_params
+
+    def params():
+        out = default()
+        out.use_extra_bufts = False
+        return out
+
+    params._edge_without_amx = True  # type: ignore[attr-defined]
+    lib.llama_model_default_params = params
+    log.info("llama.cpp: AMX CPU, weights loaded without extra buffer types "
+             "(llama.cpp#20824)")
+    return True
+
+
 class LlamaCppEngine(SingleSessionLoad):
     """Implements :class:`edge_runtime.llm.base.LlmEngine` on llama.cpp for one GGUF file.
 
@@ -53,6 +83,7 @@ class LlamaCppEngine(SingleSessionLoad):
             raise ModelMissingError(f"GGUF model not found: {path}",
                                     hint="run `edge-runtime models pull`")
         self._lib = llama_cpp
+        without_amx()
         try:
             self._llm = llama_cpp.Llama(str(path), n_threads=threads, n_threads_batch=threads,
                                         n_ctx=int(context_tokens), verbose=False)
