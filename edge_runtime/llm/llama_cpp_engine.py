@@ -45,8 +45,8 @@ def without_amx() -> bool:
     """
     import llama_cpp.llama_cpp as lib
 
-    if getattr(lib.llama_model_default_params, "_edge_without_amx", False):
-        return True
+    if hasattr(lib.llama_model_default_params, "edge_plain"):
+        return True                      # switched already
     if b"AMX_INT8 = 1" not in lib.llama_print_system_info():
         return False
     default = lib.llama_model_default_params
@@ -56,7 +56,8 @@ def without_amx() -> bool:
         out.use_extra_bufts = False
         return out
 
-    params._edge_without_amx = True  # type: ignore[attr-defined]
+    # (the defaults as loaded, kept on the switch)
+    params.edge_plain = default  # type: ignore[attr-defined]
     lib.llama_model_default_params = params
     log.info("llama.cpp: AMX CPU, weights loaded without extra buffer types "
              "(llama.cpp#20824)")
