@@ -207,6 +207,8 @@ class HomeLists:
         """``words`` with a device said by its room after it ("the door to the cellar",
         "the light of the porch") put as the home names it ("cellar door"), where the home
         has that name; unchanged otherwise."""
+        if "to" not in words and "of" not in words:
+            return words                 # (most requests: no second matching pass)
         for m in self.matches(words):
             if m.slot != "area":
                 continue

@@ -34,10 +34,10 @@ from .reading import (all_said, follows, halfway, particle, placed, put_on_playe
 from .words import (
     BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, COVER_WORDS, DETERMINERS,
     DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS,
-    MEDIA_WORDS, NEGATIONS, NO_ITEM, OPENING, RUNNING, STARTED, STATE_OF_VERB, SURE_CORRECTIONS,
-    TAGS, TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked, commanded, excepted, leading_word,
-    named_kinds, negated, number_word, renumbered, repair_commands, said_number, said_plainly,
-    told, turned_up_or_down)
+    MEDIA_WORDS, NEGATIONS, NO_ITEM, OPENING, RUNNING, STARTED, STATE_OF_VERB, STATES,
+    SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked, commanded, excepted,
+    leading_word, named_kinds, negated, number_word, renumbered, repair_commands, said_number,
+    said_plainly, told, turned_up_or_down)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -206,8 +206,6 @@ _IS = re.compile(r"(?<=\w)'s\b")
 _STATE_VERBS = frozenset(("open", "close", "shut"))      # "the skylight's shut, right?"
 # list verbs a recognizer may end with a comma ("Add, take the bins out to Chores")
 _ALONE = frozenset(("add", "mark", "tick", "cross", "put", "remove"))
-_TAG_STATES = frozenset(("on", "off", "open", "closed", "shut", "locked", "unlocked", "up",
-                         "down", "running"))
 
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
 
@@ -284,7 +282,7 @@ class HomeModel:
             return replace(self._parse(bare), accepted=False, missing=("name",))
         text = corrected
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
-        if len(clauses) > 1 and normalize_text(clauses[0]).split() in ([v] for v in _ALONE):
+        if len(clauses) > 1 and normalize_text(clauses[0]) in _ALONE:
             # "Add, take the bins out to Chores": a verb heard with a pause after it
             text = " ".join(clauses)
             clauses = [text]
@@ -334,7 +332,7 @@ class HomeModel:
         it on, yeah?", "okay, I'll put the kettle on, yeah")."""
         words = normalize_text(said).split()
         found = [m for m in self.lists.matches(words) if m.slot in ENTITY_SLOTS]
-        state = next((w for w in reversed(words) if w in _TAG_STATES), None)
+        state = next((w for w in reversed(words) if w in STATES), None)
         if not found or state is None or set(words) & (COMMAND_VERBS - _STATE_VERBS):
             return None
         m = found[0]

@@ -83,8 +83,9 @@ _ASKING = frozenset(("can", "could", "would", "will", "please", "may", "might", 
                      "lets", "why"))
 
 
-_STILL = frozenset(("on", "off", "open", "closed", "locked", "unlocked", "running", "going",
-                    "playing", "up", "down"))
+# the states a question asks of a device ("is it still running", "..., aren't they?")
+STATES = frozenset(("on", "off", "open", "closed", "shut", "locked", "unlocked", "up", "down",
+                    "running", "going", "playing"))
 # "I wonder if the porch light is on" asks; "I wonder if you could turn it on" requests
 _WONDER = re.compile(r"\b(?:wonder|wondering|not sure|unsure)\s+(?:if|whether)\b"
                      r"(?!\s+(?:you|u)\s+(?:could|can|would|will|might)\b)")
@@ -96,7 +97,7 @@ def asked(text: str, words: list[str]) -> bool:
     if not words or words[0] in _ASKING or "please" in words:
         return False
     if words[0] not in COMMAND_VERBS and any(
-            a == "still" and b in _STILL for a, b in zip(words, words[1:], strict=False)):
+            a == "still" and b in STATES for a, b in zip(words, words[1:], strict=False)):
         return True                # "hot tub jets still running" (its "?" not heard)
     return text.rstrip().endswith("?") and len(words) > 1 or \
         any(tuple(words[-len(tag):]) == tag for tag in TAGS) or \
@@ -209,9 +210,8 @@ def _said_of(masked: list[str]) -> bool:
 
 
 # the last word of "the <device>'s X" that asks or asks for something ("the fan's on?")
-_STATED = frozenset(("on", "off", "open", "closed", "shut", "locked", "unlocked", "up", "down",
-                     "out", "running", "going", "loud", "quiet", "bright", "dark", "dim", "hot",
-                     "cold", "warm", "done", "finished", "ready", "empty", "full"))
+_STATED = STATES | frozenset(("out", "loud", "quiet", "bright", "dark", "dim", "hot", "cold",
+                              "warm", "done", "finished", "ready", "empty", "full"))
 # what a device does by itself, said of it
 _HAPPENS = frozenset(("sticks", "squeaks", "rattles", "leaks", "beeps", "flickers", "buzzes",
                       "hums", "works", "breaks", "jams", "drips", "clicks", "wobbles", "stinks"))
