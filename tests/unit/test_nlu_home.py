@@ -904,3 +904,28 @@ def test_aircon_hesitations_thanks_and_a_command_named_first(model: HomeModel) -
     p = home.parse("set the thermostat to 68 fahrenheit")
     assert (p.intent, p.slots.get("temperature")) == ("HassClimateSetTemperature", 68)
     assert home.parse("all lights off eh").accepted
+
+
+def test_a_running_timer_named_after_for_a_command_passed_on_and_turn_of(model: HomeModel
+                                                                       ) -> None:
+    home = model.with_lists(HomeLists(("guest room", "den"), (), {
+        "rosie": "vacuum", "reading lamp": "light", "guest thermostat": "climate"}))
+    p = home.parse("pause the timer for the bread")
+    assert (p.intent, p.slots.get("name")) == ("HassPauseTimer", "bread")
+    assert home.parse("cancel the timer for my pasta please").slots.get("name") == "pasta"
+    for heard in ("pause the timer for a minute", "pause the timer for now",
+                  "set a 15 minute timer for the sausages"):   # a while; what a new one is for
+        assert "name" not in home.parse(heard).slots, heard
+    for heard in ("tell rosie to start cleaning", "have rosie start cleaning"):
+        p = home.parse(heard)
+        assert (p.intent, p.slots.get("name"), p.accepted) == \
+            ("HassVacuumStart", "rosie", True), heard
+    p = home.parse("turn of the reading lamp")
+    assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOff", "reading lamp", True)
+    # a bare number for a room, in a home that also has heating: the lights, or the heat?
+    p = home.parse("set the guest room to 64")
+    assert not p.accepted
+    p = home.parse("set the guest room to 40 percent")
+    assert (p.intent, p.slots.get("brightness"), p.accepted) == ("HassLightSet", 40, True)
+    lamps = model.with_lists(HomeLists(("guest room",), (), {"reading lamp": "light"}))
+    assert lamps.parse("set the guest room to 64").accepted       # no heating to set here

@@ -3,7 +3,8 @@
 ``WildText`` finds them from the words around them (learned from the training sentences);
 ``listed_item`` takes the words between a list verb and the list when those words hold the
 home's own names ("put lock the barn door on the chores list"); ``ends_in_list`` says a
-request ends with a list's phrase. Pure functions over normalized (and masked) words.
+request ends with a list's phrase; ``timer_named`` takes the name in "the timer for the
+bread". Pure functions over normalized (and masked) words.
 """
 from __future__ import annotations
 
@@ -68,6 +69,34 @@ def listed_item(words: list[str], found: list[Match]) -> str:
             len(span) == 1 and (span[0] in NO_ITEM or said_number(span[0])):
         return ""                          # "put them on the list": what? (said before)
     return " ".join(span)
+
+
+_TIMER_FOR_ENDS = frozenset(("for", "and", "to", "on", "in", "that", "so", "but", "or", "is",
+                             "please", "thanks", "thank", "me", "us", "you", "him", "her", "them",
+                             "it"))
+
+
+def timer_named(masked: list[str]) -> str:
+    """The timer named in "pause the timer for the bread" (a timer that runs: not "set a timer
+    for 5 minutes for the eggs", which says what a new one is for): the words after "timer
+    for", a possessive or "the" dropped; "" for "the timer for a minute", "for now"."""
+    for i, w in enumerate(masked[:-2]):
+        if w not in ("timer", "timers") or masked[i + 1] != "for":
+            continue
+        span = masked[i + 2:]
+        if span[0] in ("the", "my", "our", "your"):
+            span = span[1:]
+        name: list[str] = []
+        for word in span:
+            if word in _TIMER_FOR_ENDS or word in FILLERS or word.startswith("@"):
+                break
+            if word in _NOT_WILD or number_word(word) or word in DETERMINERS:
+                name = []              # a length or a while: perhaps a name after it
+                break
+            name.append(word)
+        if 0 < len(name) <= 3:
+            return " ".join(name)
+    return ""
 
 
 def ends_in_list(masked: list[str]) -> bool:

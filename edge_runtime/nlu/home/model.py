@@ -27,10 +27,10 @@ from ..classifier import LinearIntentClassifier
 from ..features import feature_names, hash_features
 from ..hass import SlotFiller
 from ..text import normalize_text
-from .free_text import PARTICLES, WildText, ends_in_list, listed_item
+from .free_text import PARTICLES, WildText, ends_in_list, listed_item, timer_named
 from .lists import ENTITY_SLOTS, HomeLists, Match
-from .reading import (all_said, follows, halfway, particle, placed, put_on_player, run_on,
-                      spoken_units)
+from .reading import (addressed, all_said, follows, halfway, particle, placed, put_on_player,
+                      run_on, spoken_units)
 from .words import (
     BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, COVER_WORDS, DETERMINERS,
     DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS,
@@ -182,6 +182,11 @@ _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
 ANSWERS = frozenset(("HassGetState", "HassClimateGetTemperature", "HassTimerStatus",
                      "HassGetWeather", "HassGetCurrentTime", "HassGetCurrentDate",
                      "HassNevermind", "HassRespond"))
+
+
+# what says a number is a light's brightness (where the home also has heating to set)
+_BRIGHTNESS_SAID = frozenset(("percent", "brightness", "bright", "brighter", "dim", "dimmer",
+                              "dimmed", "full", "half"))
 
 
 def is_action(intent: str) -> bool:
@@ -436,6 +441,8 @@ class HomeModel:
             words = self.lists.repair(repair_commands(words), self.vocab)
         words = self.lists.reordered(words)
         options: list[list[Match]] = [self.lists.matches(words)]
+        if (passed := addressed(words, options[0])) is not words:
+            words, options = passed, [self.lists.matches(passed)]   # "tell rosie to ..."
         reduced = self.lists.matches(words, skip=self.vocab)
         if reduced != options[0]:
             options.append(reduced)
@@ -506,6 +513,10 @@ class HomeModel:
                 masked[i + 1] not in self.vocab and not masked[i + 1].startswith("@")
                 for i in range(len(masked) - 2)):
             missing = ("name",)      # "shower room van on": the fan, misheard? asked back
+        if not missing and intent == "HassLightSet" and "brightness" in slots and \
+                "name" not in slots and not light and not set(masked) & _BRIGHTNESS_SAID and \
+                "climate" in self.lists.names.values():
+            missing = ("name",)      # "set the guest room to 64": the lights, or its heating?
         if not missing and intent in NEEDS_DOMAIN and \
                 NEEDS_DOMAIN[intent] not in self.lists.names.values():
             missing = ("name",)      # no such device in this home
@@ -735,6 +746,11 @@ class HomeModel:
                 slots["name"] = " ".join(name[at + 1:])
             else:
                 del slots["name"]
+        if intent in TIMER_INTENTS and intent != "HassStartTimer" and "name" not in slots \
+                and "name" in allowed:
+            named = timer_named(masked)      # "pause the timer for the bread"
+            if named:
+                slots["name"] = named
         item = str(slots.get("item", "")).split()
         if len(item) == 1 and (said_number(item[0]) or item[0] in NO_ITEM):
             del slots["item"]      # "check no off the list", "check off 10": misheard

@@ -1,6 +1,7 @@
 """How a home request's words read, before and after its names are masked (``@name
 @light``): the verb's own particle, a cover's halfway, an area that begins the next
-sentence, "all" of a kind, a show put on a player, an "on" that says where. Pure functions
+sentence, "all" of a kind, a show put on a player, an "on" that says where, a command
+passed on to a device. Pure functions
 over normalized words; ``model.HomeModel`` applies them."""
 from __future__ import annotations
 
@@ -88,3 +89,25 @@ def follows(masked: list[str], words: list[str]) -> bool:
     """``words`` are said in ``masked``, one after the other."""
     n = len(words)
     return any(masked[i:i + n] == words for i in range(len(masked) - n + 1))
+
+
+_POLITE = frozenset(("please", "can", "could", "would", "will", "you"))
+
+
+def addressed(words: list[str], found: list[Match]) -> list[str]:
+    """A command passed on to the device it names ("tell rosie to start cleaning", "have the
+    mower start", "ask hamish to clean the kitchen") as said to it: "rosie start cleaning";
+    else ``words``."""
+    k = next((i for i, w in enumerate(words) if w not in _POLITE), len(words))
+    if k >= len(words) or words[k] not in ("tell", "ask", "get", "have"):
+        return words
+    named = next((m for m in found if m.slot == "name" and m.start in (k + 1, k + 2)), None)
+    if named is None or named.start == k + 2 and words[k + 1] not in DETERMINERS or \
+            named.end >= len(words) - 1:
+        return words
+    rest = words[named.end:]
+    if rest[0] == "to" and words[k] in ("tell", "ask", "get"):
+        rest = rest[1:]
+    elif words[k] != "have" or rest[0] not in COMMAND_VERBS | {"go"}:
+        return words
+    return [*words[:k], *words[named.start:named.end], *rest]

@@ -293,14 +293,22 @@ UN_HEARD = (*((heard, "unpause") for heard in (
 DONE = frozenset(("done", "complete", "completed", "finished"))
 
 
+_BEFORE_VERB = frozenset(("please", "can", "could", "would", "you", "um", "uh", "now"))
+
+
 def repair_commands(words: list[str]) -> list[str]:
     """``words`` with a misheard leading "unpause" or "unlock", a question's last "locked"
-    or "closed", or the "as" of "mark ... as done" heard as "is", put back."""
+    or "closed", the "as" of "mark ... as done" heard as "is", or the "off" of "turn off"
+    written "of", put back."""
     if words[:1] in (["mark"], ["tick"]):
         k = next((i for i in range(1, len(words) - 1)
                   if words[i] == "is" and words[i + 1] in DONE), 0)
         if k:
             words = [*words[:k], "as", *words[k + 1:]]
+    k = next((i for i, w in enumerate(words) if w not in _BEFORE_VERB), len(words))
+    if words[k:k + 1] in (["turn"], ["switch"]) and words[k + 1:k + 2] == ["of"] and \
+            len(words) > k + 2:
+        words = [*words[:k + 1], "off", *words[k + 2:]]   # "turn of the reading lamp"
     for heard, meant in UN_HEARD:
         if tuple(words[:len(heard)]) == heard:
             return [meant, *words[len(heard):]]
