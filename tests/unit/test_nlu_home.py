@@ -906,8 +906,8 @@ def test_aircon_hesitations_thanks_and_a_command_named_first(model: HomeModel) -
     assert home.parse("all lights off eh").accepted
 
 
-def test_a_running_timer_named_after_for_a_command_passed_on_and_turn_of(model: HomeModel
-                                                                       ) -> None:
+def test_timer_names_and_units_a_command_passed_on_turn_of_and_a_bare_number(
+        model: HomeModel) -> None:
     home = model.with_lists(HomeLists(("guest room", "den"), (), {
         "rosie": "vacuum", "reading lamp": "light", "guest thermostat": "climate"}))
     p = home.parse("pause the timer for the bread")
@@ -920,6 +920,8 @@ def test_a_running_timer_named_after_for_a_command_passed_on_and_turn_of(model: 
         p = home.parse(heard)
         assert (p.intent, p.slots.get("name"), p.accepted) == \
             ("HassVacuumStart", "rosie", True), heard
+    p = home.parse("the bread needs 35 minutes, set a timer for 35 minutes")
+    assert (p.intent, p.slots) == ("HassStartTimer", {"minutes": 35})    # no "hours" said
     p = home.parse("turn of the reading lamp")
     assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOff", "reading lamp", True)
     # a bare number for a room, in a home that also has heating: the lights, or the heat?

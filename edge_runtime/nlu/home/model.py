@@ -184,6 +184,10 @@ ANSWERS = frozenset(("HassGetState", "HassClimateGetTemperature", "HassTimerStat
                      "HassNevermind", "HassRespond"))
 
 
+# the words a timer's length is said in, by its slot
+_UNIT_WORDS = {"hours": frozenset(("hour", "hours", "hr", "hrs")),
+               "minutes": frozenset(("minute", "minutes", "min", "mins")),
+               "seconds": frozenset(("second", "seconds", "sec", "secs"))}
 # what says a number is a light's brightness (where the home also has heating to set)
 _BRIGHTNESS_SAID = frozenset(("percent", "brightness", "bright", "brighter", "dim", "dimmer",
                               "dimmed", "full", "half"))
@@ -746,6 +750,12 @@ class HomeModel:
                 slots["name"] = " ".join(name[at + 1:])
             else:
                 del slots["name"]
+        if intent in TIMER_INTENTS:
+            for key, units in _UNIT_WORDS.items():
+                for k in (key, f"start_{key}"):
+                    if k in slots and not said & units and not (key != "hours" and
+                                                                "half" in said):
+                        del slots[k]     # "it needs 35 minutes, ... 35 minutes": no hours
         if intent in TIMER_INTENTS and intent != "HassStartTimer" and "name" not in slots \
                 and "name" in allowed:
             named = timer_named(masked)      # "pause the timer for the bread"
