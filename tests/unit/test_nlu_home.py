@@ -15,7 +15,7 @@ pytest.importorskip("home_assistant_intents")
 from edge_runtime.nlu import Understander  # noqa: E402
 from edge_runtime.nlu.train.home.build import build_home_model  # noqa: E402
 from edge_runtime.nlu.train.home.hass_eval import HassTestError, evaluate, load_cases  # noqa: E402
-from edge_runtime.nlu.home.lists import HomeLists  # noqa: E402
+from edge_runtime.nlu.home.lists import HomeLists, stair_floors  # noqa: E402
 from edge_runtime.nlu.home.free_text import WildText, list_phrase_starts  # noqa: E402
 from edge_runtime.nlu.home.model import HomeModel, HomeModelError  # noqa: E402
 from edge_runtime.nlu.home.serve import CLARIFY, HomeUnderstanding  # noqa: E402
@@ -885,7 +885,7 @@ def test_what_a_recognizer_makes_of_a_command_is_not_acted_on_wrongly(model: Hom
 def test_aircon_hesitations_thanks_and_a_command_named_first(model: HomeModel) -> None:
     home = model.with_lists(HomeLists(("lounge",), (), {
         "roller blinds": "cover", "driveway gate": "cover", "robo": "vacuum",
-        "sonos": "media_player"}))
+        "sonos": "media_player", "porch light": "light"}))
     p = home.parse("turn the aircon to 26")                   # no player: the temperature
     assert (p.intent, p.slots.get("temperature")) == ("HassClimateSetTemperature", 26)
     p = home.parse("um yeah can you uh open the driveway gate cheers")
@@ -931,3 +931,49 @@ def test_timer_names_and_units_a_command_passed_on_turn_of_and_a_bare_number(
     assert (p.intent, p.slots.get("brightness"), p.accepted) == ("HassLightSet", 40, True)
     lamps = model.with_lists(HomeLists(("guest room",), (), {"reading lamp": "light"}))
     assert lamps.parse("set the guest room to 64").accepted       # no heating to set here
+
+
+def test_floors_by_stairs_a_kind_the_home_lacks_and_what_is_not_a_request(model: HomeModel
+                                                                          ) -> None:
+    assert stair_floors(("Ground Floor", "First Floor")) == {"downstairs": "Ground Floor",
+                                                             "upstairs": "First Floor"}
+    assert stair_floors(("Basement", "Ground Floor", "First Floor")) == {}   # which is it?
+    home = model.with_lists(HomeLists(("snug", "shower room", "master bedroom"),
+                                      ("Ground Floor", "First Floor"), {
+        "lawn mower": "lawn_mower", "standard lamp": "light", "before we leave": "todo",
+        "shopping list": "todo", "smart speaker": "media_player"}))
+    p = home.parse("turn off the upstairs lights")
+    assert (p.intent, p.slots.get("floor"), p.accepted) == ("HassTurnOff", "First Floor", True)
+    for heard in ("start the dishwasher",                       # not the mower
+                  "turn on the ceiling fan in the master bedroom",   # no fan here
+                  "what time is high tide today", "what time do we have to check out",
+                  "the shower room light flickers a bit", "text maya that dinner's ready",
+                  "maya never turns her standard lamp off"):
+        assert not home.parse(heard).accepted, heard
+    assert home.parse("what time is it").accepted
+    assert home.parse("tell everyone that dinner is ready").intent == "HassBroadcast"
+    assert home.parse("set a timer for 7 mins").slots == {"minutes": 7}
+    p = home.parse("add milk to the before we leave list")     # that list, not shopping
+    assert (p.intent, p.slots.get("name")) == ("HassListAddItem", "before we leave")
+    p = home.parse("leave the snug alone and switch on the shower room lights")
+    assert (p.intent, p.slots.get("area")) == ("HassTurnOn", "shower room")
+    p = home.parse("make the snug lights orange, no, pink")
+    assert (p.intent, p.slots.get("color")) == ("HassLightSet", "pink")
+
+
+def test_a_reason_a_report_a_left_device_a_corrected_number_and_a_tag_unwritten(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(("lounge",), (), {
+        "roller blind": "cover", "tv": "media_player", "games console": "switch",
+        "big light": "light", "neon strip": "light"}))
+    p = home.parse("close the roller blind, the sun's right on the telly")
+    assert (p.intent, p.slots.get("name"), p.accepted) == ("HassTurnOff", "roller blind", True)
+    assert not home.parse("the sun's right on the tv").accepted      # where, not on
+    p = home.parse("is the games console still on, kwame said he'd turn it off")
+    assert (p.intent, p.slots.get("state")) == ("HassGetState", "on")
+    assert home.parse("set the volume to 40, nah, 25").slots.get("volume_level") == 25
+    p = home.parse("we're out of milk again, add it to the shopping list")
+    assert (p.intent, p.slots.get("item")) == ("HassShoppingListAddItem", "milk")
+    assert not home.parse("nah leave the big light on").accepted     # nothing to do
+    p = home.parse("the neon strip's still on isn't it")
+    assert (p.intent, p.slots.get("state"), p.accepted) == ("HassGetState", "on", True)

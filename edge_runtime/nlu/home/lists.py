@@ -93,6 +93,23 @@ class Match:
     end: int
 
 
+_GROUND = frozenset(("ground", "main", "downstairs", "lower"))
+_UPPER = frozenset(("first", "second", "upper", "upstairs", "top"))
+
+
+def stair_floors(floors: Iterable[str]) -> dict[str, str]:
+    """"upstairs" and "downstairs" for a home of two floors, one at ground level and one
+    above it ("Ground Floor", "First Floor"); none where either could be another floor."""
+    floors = list(floors)
+    if len(floors) != 2:
+        return {}
+    ground = [f for f in floors if set(phrase_words(f)) & _GROUND]
+    upper = [f for f in floors if set(phrase_words(f)) & _UPPER]
+    if len(ground) != 1 or len(upper) != 1 or ground == upper:
+        return {}
+    return {"downstairs": ground[0], "upstairs": upper[0]}
+
+
 @dataclass
 class HomeLists:
     areas: tuple[str, ...] = DEFAULT_AREAS
@@ -120,6 +137,8 @@ class HomeLists:
                 table.setdefault(other, table[form])
         for form, hit in spelled:
             table.setdefault(form, hit)
+        for word, floor in stair_floors(self.floors).items():
+            table.setdefault((word,), ("floor", floor, ""))   # "the lights upstairs"
         self._table = table
         self._longest = max((len(k) for k in table), default=0)
         # the same phrases with their spaces dropped: recognizers and people split and join

@@ -184,6 +184,25 @@ ANSWERS = frozenset(("HassGetState", "HassClimateGetTemperature", "HassTimerStat
                      "HassNevermind", "HassRespond"))
 
 
+# what a request to a robot that names none of them says of its kind ("start the mower",
+# "time to hoover": not "start the dishwasher")
+_MOWING = frozenset(("mower", "mowers", "lawnmower", "mow", "mowing", "lawn", "grass", "cut",
+                     "cutting", "robot", "dock", "charger", "shed", "base", "home"))
+_VACUUMING = frozenset(("vacuum", "vacuuming", "vac", "hoover", "hoovering", "robot", "clean",
+                        "cleaning", "cleaner", "roomba", "dock", "charger", "base", "home",
+                        "hoovered", "vacuumed", "sweep", "sweeping"))
+_KIND_WORDS = {"HassLawnMowerStartMowing": _MOWING, "HassLawnMowerDock": _MOWING,
+               "HassVacuumStart": _VACUUMING, "HassVacuumReturnToBase": _VACUUMING}
+# what says a message is for the whole house (an announcement on its speakers)
+_TO_EVERYONE = frozenset(("announce", "announcement", "broadcast", "everyone", "everybody",
+                          "everywhere", "house", "home", "family", "speakers", "all", "whole"))
+# what someone said they did or will do ("..., kwame said he'd turn it off")
+_REPORTED = frozenset(("said", "says", "told"))
+# how a device is left as it is ("leave the big light on", "keep the fan running")
+_AS_IT_IS = frozenset(("on", "off", "open", "closed", "shut", "alone", "running", "going", "be"))
+# "what time <is|does|...> X": the time of X, unless X is "it" (the time now)
+_ASKS_OF = frozenset(("is", "s", "does", "do", "did", "will", "are", "should", "shall", "can",
+                      "would", "was"))
 # the words a timer's length is said in, by its slot
 _UNIT_WORDS = {"hours": frozenset(("hour", "hours", "hr", "hrs")),
                "minutes": frozenset(("minute", "minutes", "min", "mins")),
@@ -257,6 +276,9 @@ class HomeModel:
         self._is_action = np.array([is_action(i) for i in self._intents])
         self._light_set = np.array([i == "HassLightSet" for i in self._intents])
         self._listed = np.array([REQUIRED.get(i) == ("item",) for i in self._intents])
+        colors = self.filler.phrases.get("HassLightSet", {})
+        self._colors = frozenset(p for p, rows in colors.items()
+                                 if any(slot == "color" for slot, *_ in rows))
 
     @property
     def intents(self) -> list[str]:
@@ -299,9 +321,22 @@ class HomeModel:
             # a question's tag, as its own clause ("..., aren't they?", "..., have I?")
             text = self._tag_asked(" ".join(clauses[:-1])) or text
             clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+        elif len(clauses) == 1:
+            words = normalize_text(text).split()
+            tag = next((n for n in (2, 1) if len(words) > n + 2 and
+                        tuple(words[-n:]) in TAGS), 0)
+            if tag:                # the same, its comma not written ("... still on isn't it")
+                text = self._tag_asked(" ".join(words[:-tag])) or text
+                clauses = [text]
         whole = self._parse(text)
         if len(clauses) < 2:
             return whole
+        said_last = normalize_text(clauses[-1]).split()
+        if (told(said_last) or set(said_last) & _REPORTED) and \
+                said_last[0] not in QUESTION_STARTS and not asked(clauses[-1], said_last):
+            rest = self._parse(" ".join(clauses[:-1]))
+            if rest.accepted:      # "is the console still on, kwame said he'd turn it off"
+                return rest
         elided = self._elided(clauses[0], clauses[-1]) if len(clauses) == 2 else None
         last = self._parse(elided or self._referred(clauses[:-1], clauses[-1]))
         asks = normalize_text(clauses[-1]).split()
@@ -381,8 +416,9 @@ class HomeModel:
     def _corrected(self, text: str) -> str | None:
         """``text`` with a spoken self-correction applied: "turn off the desk lamp, I mean
         the desk fan" -> "turn off the desk fan", "set the volume to 30, no, 20" -> "set the
-        volume to 20"; unchanged when it has none; None when it corrects a device or area
-        to words that name none ("..., I mean the pad of a light")."""
+        volume to 20", "make the lights orange, no, pink" -> "... pink"; unchanged when it
+        has none; None when it corrects a device or area to words that name none ("..., I
+        mean the pad of a light")."""
         fixed = renumbered(text)
         if fixed is not None:
             return fixed
@@ -394,6 +430,9 @@ class HomeModel:
             before, after = words[:k], words[k + len(marker):]
             while after[:1] and after[0] in ("no", "sorry", "wait"):
                 after = after[1:]            # "no, sorry, ..."
+            if before and before[-1] in self._colors and after and len(after) <= 3 and \
+                    after[-1] in self._colors:
+                return " ".join([*before[:-1], after[-1]])   # "... orange, no, pink"
             said, meant = self.lists.matches(before), self.lists.matches(after)
             if said and meant and leading_word(after) in COMMAND_VERBS:
                 return " ".join(after)     # "open the garage door, no sorry, unlock the barn door"
@@ -450,7 +489,9 @@ class HomeModel:
         reduced = self.lists.matches(words, skip=self.vocab)
         if reduced != options[0]:
             options.append(reduced)
-        question = words[0] in QUESTION_STARTS or asked(text, words)
+        question = words[0] in QUESTION_STARTS and not (
+            words[0] == "tell" and words[1:2] != ["me"] and set(words) & _TO_EVERYONE) \
+            or asked(text, words)           # ("tell everyone dinner is ready": no question)
         best: tuple | None = None
         for found in options:
             masked = HomeLists.mask(words, found)
@@ -461,7 +502,7 @@ class HomeModel:
             # the reading without the everyday-word names ("floor lamp") only when it is
             # another request: the same one would lose the device it names
             if best is None or (per_intent[top] > best[0] and
-                                not self._names_kept(best[1], top)):
+                                not self._names_kept(best[1], top, best[4])):
                 best = (float(per_intent[top]), top, probs, per_intent, found, masked)
         assert best is not None
         confidence, top, probs, per_intent, found, masked = best
@@ -524,6 +565,12 @@ class HomeModel:
         if not missing and intent in NEEDS_DOMAIN and \
                 NEEDS_DOMAIN[intent] not in self.lists.names.values():
             missing = ("name",)      # no such device in this home
+        if not missing and self.lists.names and "name" not in slots and \
+                slots.get("domain") and slots["domain"] not in self.lists.names.values():
+            missing = ("name",)      # "turn on the ceiling fan in the bedroom": no fan here
+        if not missing and intent in _KIND_WORDS and "name" not in slots and \
+                not set(masked) & _KIND_WORDS[intent]:
+            missing = ("name",)      # "start the dishwasher": not the mower
         # every light of the house from "turn on the lights"? only when it says so
         if not missing and intent in WHOLE_DOMAIN and "domain" in slots and \
                 not set(slots) & set(ENTITY_SLOTS) and not all_said(masked):
@@ -546,11 +593,19 @@ class HomeModel:
     @staticmethod
     def _elsewhere(intent: str, masked: list[str]) -> bool:
         """A timer request about the music ("how long is left on this song"), a temperature
-        request about curtains or a lamp ("check the curtains in the lounge")."""
+        request about curtains or a lamp ("check the curtains in the lounge"), the time of
+        something else ("what time does the shop close"), a message to someone, not an
+        announcement."""
         said = set(masked)
         if intent in ("HassClimateGetTemperature", "HassClimateSetTemperature") and \
                 any(named_kinds(said)) and not said & CLIMATE_WORDS:
             return True
+        if intent == "HassBroadcast" and not said & _TO_EVERYONE:
+            return True            # "text maya that dinner's ready": a message to one person
+        if intent == "HassGetCurrentTime" and any(
+                masked[i:i + 2] == ["what", "time"] and masked[i + 2] in _ASKS_OF
+                and masked[i + 3] not in ("it", "now") for i in range(len(masked) - 3)):
+            return True            # "what time is high tide", "what time do we check out"
         return intent in TIMER_INTENTS and bool(MEDIA_ITEMS.intersection(masked)) and \
             not _TIMER_WORDS.intersection(masked)
 
@@ -569,6 +624,14 @@ class HomeModel:
         if intent == "HassTurnOn" and "off" in said and not turned_on or \
                 intent == "HassTurnOff" and turned_on and "off" not in said:
             return True            # the reading says the opposite of the words
+        if leading_word(masked) in ("leave", "keep") and masked[-1] in _AS_IT_IS:
+            return True            # "nah leave the big light on": nothing to do
+        if intent == "HassTurnOn" and leading_word(masked) in ("the", "it", "its") and \
+                not said & (COMMAND_VERBS | OPENING | _SEEING) and all(
+                w != "on" or masked[i + 1:i + 2] == ["@name"] or masked[i + 1:i + 3] in
+                (["the", "@name"], ["my", "@name"]) for i, w in enumerate(masked)) and \
+                "on" in said:
+            return True            # "the sun's right on the telly": where, not on
         if intent in ("HassTurnOn", "HassTurnOff") and "turn" in masked and \
                 not TURNED.intersection(masked):
             return True            # "turn the floor lamp paint"
@@ -649,10 +712,14 @@ class HomeModel:
         new = self._at[moved]
         return new, float(per_intent[top] + per_intent[new])
 
-    def _names_kept(self, top: int, other: int) -> bool:
+    def _names_kept(self, top: int, other: int, found: list[Match]) -> bool:
         """Whether the reading with the home's names (top intent ``top``) is kept over one
-        without them (``other``): the same request, on a device (entity names are its)."""
+        without them (``other``): the same request, on a device (entity names are its), or
+        an item for one of the home's lists (``found`` names it) that is not its shopping list."""
         intent = self._intents[top]
+        if ON_SHOPPING_LIST.get(intent) == self._intents[other] and any(
+                m.domain == "todo" and m.value.casefold() != "shopping list" for m in found):
+            return True      # "add milk to the before we leave list": that list's, not shopping
         return other == top and "name" in self.intent_slots.get(intent, ()) and \
             intent not in _OWN_NAMES
 

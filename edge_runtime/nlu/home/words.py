@@ -38,7 +38,7 @@ COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "u
 
 # words before the request that say nothing of it ("so um close the skylight")
 FILLERS = frozenset(("so", "um", "uh", "er", "erm", "ok", "okay", "hey", "oh", "well", "right",
-                     "now", "and", "like", "hmm", "alright"))
+                     "now", "and", "like", "hmm", "alright", "nah"))
 
 
 def leading_word(masked: list[str]) -> str:
@@ -70,7 +70,8 @@ def negated(masked: list[str]) -> bool:
 
 
 # and the verbs that say to leave a device as it is
-_NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust"}
+_NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust"} | {
+    "turns", "switches", "shuts", "closes", "opens", "locks", "puts", "sets"}  # "she never turns"
 
 
 # a statement ended as a question ("front door locked?", "the fan is off now, yeah?"), but
@@ -125,7 +126,8 @@ _HESITATED = re.compile(r"^(?:(?:um+|uh+|er+|erm|yeah|yep)[,.]?\s+)+|"
 _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+you\s+)?"
                             r"(?:turn|switch|put|set|open|close|shut|lock|unlock|start|stop|"
                             r"play|pause|dim|make|raise|lower)\b)", re.I)
-_SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+(?:on|off|open|closed)"
+_SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+"
+                            r"(?:on|off|open|closed|alone|as\s+(?:it|they)\s+(?:is|are))"
                             r"\s*(?:,\s*(?:and|but)?|and|but)\s+|"
                             r"^(?:no,?\s+)?not\s+(?:the|my|our)\s+[^,;.]*[,;.]\s*", re.I)
 
@@ -145,7 +147,7 @@ _NUMBER = (r"(?:\d+(?:\.\d+)?|(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eigh
            r"eighteen|nineteen|a\s+hundred|one\s+hundred|hundred))")
 _UNIT = r"\s*(?:percent|%|degrees|minutes?|seconds?|hours?)?"
 _RENUMBER = re.compile(rf"^(?P<head>.*?\b)(?P<old>{_NUMBER})(?P<unit>{_UNIT})"
-                       r"[,.]?\s+(?:no(?:\s+wa(?:it|y))?|wait|sorry|i\s+mean|actually)[,.]?\s+"
+                       r"[,.]?\s+(?:no(?:\s+wa(?:it|y))?|nah|nope|wait|sorry|i\s+mean|actually)[,.]?\s+"
                        r"(?:make\s+it\s+)?"
                        rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*[.!]?$", re.I)
 
@@ -191,12 +193,15 @@ _DOES = frozenset(("make", "makes", "made", "look", "looks", "keeps", "kept", "s
 
 
 def _said_of(masked: list[str]) -> bool:
-    """A device named first, then what it does or did ("the @name @light flickered")."""
+    """A device named first, then what it does or did ("the @name @light flickered", "the
+    @area light flickers a bit")."""
     i = 1 if masked[:1] in (["the"], ["my"], ["our"]) else 0
     if not masked[i:i + 1] or not masked[i].startswith("@"):
         return False
     while i < len(masked) and masked[i].startswith("@"):
         i += 1
+    if i < len(masked) and masked[i] in DEVICE_WORDS and masked[i - 1] == "@area":
+        i += 1                     # a device by its room
     copula = i < len(masked) and masked[i] in ("s", "is", "are")
     while i < len(masked) and masked[i] in ("s", "is", "are", "has", "just", "already",
                                             "finally"):
@@ -265,7 +270,7 @@ ITEM_SAID = re.compile(
     r"(?:need(?:\s+to\s+(?:buy|get))?|(?:ran|run|running)\s+out\s+of|out\s+of|want|"
     r"(?:should|have\s+to|must|gotta|got\s+to)\s+(?:buy|get)|got|bought|picked\s+up|found)"
     r"\s+(?:some\s+|more\s+|the\s+)?"
-    r"(?P<item>.+)$")
+    r"(?P<item>.+?)(?:\s+(?:again|too|already|now|today|as\s+well))?$")
 MAX_SAID_ITEM = 4
 
 
@@ -320,10 +325,11 @@ def repair_commands(words: list[str]) -> list[str]:
 
 
 # a word for what the templates say otherwise ("aircon": "air conditioning", "68 fahrenheit":
-# "68 degrees")
+# "68 degrees", "7 mins": "7 minutes")
 _SAID_AS = {"aircon": ("air", "conditioning"), "airconditioning": ("air", "conditioning"),
             "airconditioner": ("air", "conditioner"), "fahrenheit": ("degrees",),
-            "celsius": ("degrees",), "centigrade": ("degrees",)}
+            "celsius": ("degrees",), "centigrade": ("degrees",), "mins": ("minutes",),
+            "secs": ("seconds",), "hrs": ("hours",)}
 
 
 def said_plainly(words: list[str]) -> list[str]:
