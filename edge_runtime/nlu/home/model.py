@@ -32,10 +32,11 @@ from .lists import ENTITY_SLOTS, HomeLists, Match
 from .reading import (addressed, all_said, follows, halfway, particle, placed, put_on_player,
                       run_on, spoken_units)
 from .words import (
-    BACK, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS, COVER_WORDS, DETERMINERS,
-    DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS,
-    MEDIA_WORDS, NEGATIONS, NO_ITEM, OPENING, RUNNING, STARTED, STATE_OF_VERB, STATES,
-    SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TURNED, UP, asked, commanded, excepted,
+    AS_IT_IS, ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
+    COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, KIND_WORDS,
+    LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS, NO_ITEM, OPENING, REPORTED,
+    RUNNING, STARTED, STATE_OF_VERB, STATES, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TO_EVERYONE,
+    TOO_LOUD, TURNED, UNIT_WORDS, UP, asked, commanded, excepted,
     leading_word, named_kinds, negated, number_word, renumbered, repair_commands, said_number,
     said_plainly, told, turned_up_or_down)
 
@@ -184,34 +185,6 @@ ANSWERS = frozenset(("HassGetState", "HassClimateGetTemperature", "HassTimerStat
                      "HassNevermind", "HassRespond"))
 
 
-# what a request to a robot that names none of them says of its kind ("start the mower",
-# "time to hoover": not "start the dishwasher")
-_MOWING = frozenset(("mower", "mowers", "lawnmower", "mow", "mowing", "lawn", "grass", "cut",
-                     "cutting", "robot", "dock", "charger", "shed", "base", "home"))
-_VACUUMING = frozenset(("vacuum", "vacuuming", "vac", "hoover", "hoovering", "robot", "clean",
-                        "cleaning", "cleaner", "roomba", "dock", "charger", "base", "home",
-                        "hoovered", "vacuumed", "sweep", "sweeping"))
-_KIND_WORDS = {"HassLawnMowerStartMowing": _MOWING, "HassLawnMowerDock": _MOWING,
-               "HassVacuumStart": _VACUUMING, "HassVacuumReturnToBase": _VACUUMING}
-# what says a message is for the whole house (an announcement on its speakers)
-_TO_EVERYONE = frozenset(("announce", "announcement", "broadcast", "everyone", "everybody",
-                          "everywhere", "house", "home", "family", "speakers", "all", "whole"))
-# what someone said they did or will do ("..., kwame said he'd turn it off")
-_REPORTED = frozenset(("said", "says", "told"))
-# how a device is left as it is ("leave the big light on", "keep the fan running")
-_AS_IT_IS = frozenset(("on", "off", "open", "closed", "shut", "alone", "running", "going", "be"))
-# "what time <is|does|...> X": the time of X, unless X is "it" (the time now)
-_ASKS_OF = frozenset(("is", "s", "does", "do", "did", "will", "are", "should", "shall", "can",
-                      "would", "was"))
-# the words a timer's length is said in, by its slot
-_UNIT_WORDS = {"hours": frozenset(("hour", "hours", "hr", "hrs")),
-               "minutes": frozenset(("minute", "minutes", "min", "mins")),
-               "seconds": frozenset(("second", "seconds", "sec", "secs"))}
-# what says a number is a light's brightness (where the home also has heating to set)
-_BRIGHTNESS_SAID = frozenset(("percent", "brightness", "bright", "brighter", "dim", "dimmer",
-                              "dimmed", "full", "half"))
-
-
 def is_action(intent: str) -> bool:
     return intent != OTHER and intent not in ANSWERS
 
@@ -332,7 +305,7 @@ class HomeModel:
         if len(clauses) < 2:
             return whole
         said_last = normalize_text(clauses[-1]).split()
-        if (told(said_last) or set(said_last) & _REPORTED) and \
+        if (told(said_last) or set(said_last) & REPORTED) and \
                 said_last[0] not in QUESTION_STARTS and not asked(clauses[-1], said_last):
             rest = self._parse(" ".join(clauses[:-1]))
             if rest.accepted:      # "is the console still on, kwame said he'd turn it off"
@@ -490,7 +463,7 @@ class HomeModel:
         if reduced != options[0]:
             options.append(reduced)
         question = words[0] in QUESTION_STARTS and not (
-            words[0] == "tell" and words[1:2] != ["me"] and set(words) & _TO_EVERYONE) \
+            words[0] == "tell" and words[1:2] != ["me"] and set(words) & TO_EVERYONE) \
             or asked(text, words)           # ("tell everyone dinner is ready": no question)
         best: tuple | None = None
         for found in options:
@@ -559,7 +532,7 @@ class HomeModel:
                 for i in range(len(masked) - 2)):
             missing = ("name",)      # "shower room van on": the fan, misheard? asked back
         if not missing and intent == "HassLightSet" and "brightness" in slots and \
-                "name" not in slots and not light and not set(masked) & _BRIGHTNESS_SAID and \
+                "name" not in slots and not light and not set(masked) & BRIGHTNESS_SAID and \
                 "climate" in self.lists.names.values():
             missing = ("name",)      # "set the guest room to 64": the lights, or its heating?
         if not missing and intent in NEEDS_DOMAIN and \
@@ -568,8 +541,8 @@ class HomeModel:
         if not missing and self.lists.names and "name" not in slots and \
                 slots.get("domain") and slots["domain"] not in self.lists.names.values():
             missing = ("name",)      # "turn on the ceiling fan in the bedroom": no fan here
-        if not missing and intent in _KIND_WORDS and "name" not in slots and \
-                not set(masked) & _KIND_WORDS[intent]:
+        if not missing and intent in KIND_WORDS and "name" not in slots and \
+                not set(masked) & KIND_WORDS[intent]:
             missing = ("name",)      # "start the dishwasher": not the mower
         # every light of the house from "turn on the lights"? only when it says so
         if not missing and intent in WHOLE_DOMAIN and "domain" in slots and \
@@ -600,10 +573,10 @@ class HomeModel:
         if intent in ("HassClimateGetTemperature", "HassClimateSetTemperature") and \
                 any(named_kinds(said)) and not said & CLIMATE_WORDS:
             return True
-        if intent == "HassBroadcast" and not said & _TO_EVERYONE:
+        if intent == "HassBroadcast" and not said & TO_EVERYONE:
             return True            # "text maya that dinner's ready": a message to one person
         if intent == "HassGetCurrentTime" and any(
-                masked[i:i + 2] == ["what", "time"] and masked[i + 2] in _ASKS_OF
+                masked[i:i + 2] == ["what", "time"] and masked[i + 2] in ASKS_OF
                 and masked[i + 3] not in ("it", "now") for i in range(len(masked) - 3)):
             return True            # "what time is high tide", "what time do we check out"
         return intent in TIMER_INTENTS and bool(MEDIA_ITEMS.intersection(masked)) and \
@@ -624,7 +597,7 @@ class HomeModel:
         if intent == "HassTurnOn" and "off" in said and not turned_on or \
                 intent == "HassTurnOff" and turned_on and "off" not in said:
             return True            # the reading says the opposite of the words
-        if leading_word(masked) in ("leave", "keep") and masked[-1] in _AS_IT_IS:
+        if leading_word(masked) in ("leave", "keep") and masked[-1] in AS_IT_IS:
             return True            # "nah leave the big light on": nothing to do
         if intent == "HassTurnOn" and leading_word(masked) in ("the", "it", "its") and \
                 not said & (COMMAND_VERBS | OPENING | _SEEING) and all(
@@ -818,7 +791,7 @@ class HomeModel:
             else:
                 del slots["name"]
         if intent in TIMER_INTENTS:
-            for key, units in _UNIT_WORDS.items():
+            for key, units in UNIT_WORDS.items():
                 for k in (key, f"start_{key}"):
                     if k in slots and not said & units and not (key != "hours" and
                                                                 "half" in said):

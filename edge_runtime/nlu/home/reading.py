@@ -1,8 +1,8 @@
 """How a home request's words read, before and after its names are masked (``@name
 @light``): the verb's own particle, a cover's halfway, an area that begins the next
 sentence, "all" of a kind, a show put on a player, an "on" that says where, a command
-passed on to a device. Pure functions
-over normalized words; ``model.HomeModel`` applies them."""
+passed on to a device. Pure functions over normalized words; ``model.HomeModel`` applies
+them."""
 from __future__ import annotations
 
 from .lists import Match

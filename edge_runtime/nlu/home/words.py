@@ -357,3 +357,31 @@ def number_word(word: str) -> bool:
 def said_number(word: str) -> bool:
     """``word`` is a number, in digits or in words ("40", "forty")."""
     return number_word(word) or word in NUMBER_WORDS
+
+
+# what a request to a robot that names none of them says of its kind ("start the mower",
+# "time to hoover": not "start the dishwasher")
+MOWING = frozenset(("mower", "mowers", "lawnmower", "mow", "mowing", "lawn", "grass", "cut",
+                    "cutting", "robot", "dock", "charger", "shed", "base", "home"))
+VACUUMING = frozenset(("vacuum", "vacuuming", "vac", "hoover", "hoovering", "robot", "clean",
+                       "cleaning", "cleaner", "roomba", "dock", "charger", "base", "home",
+                       "hoovered", "vacuumed", "sweep", "sweeping"))
+KIND_WORDS = {"HassLawnMowerStartMowing": MOWING, "HassLawnMowerDock": MOWING,
+              "HassVacuumStart": VACUUMING, "HassVacuumReturnToBase": VACUUMING}
+# what says a message is for the whole house (an announcement on its speakers)
+TO_EVERYONE = frozenset(("announce", "announcement", "broadcast", "everyone", "everybody",
+                         "everywhere", "house", "home", "family", "speakers", "all", "whole"))
+# what someone said they did or will do ("..., kwame said he'd turn it off")
+REPORTED = frozenset(("said", "says", "told"))
+# how a device is left as it is ("leave the big light on", "keep the fan running")
+AS_IT_IS = frozenset(("on", "off", "open", "closed", "shut", "alone", "running", "going", "be"))
+# "what time <is|does|...> X": the time of X, unless X is "it" (the time now)
+ASKS_OF = frozenset(("is", "s", "does", "do", "did", "will", "are", "should", "shall", "can",
+                     "would", "was"))
+# the words a timer's length is said in, by its slot
+UNIT_WORDS = {"hours": frozenset(("hour", "hours", "hr", "hrs")),
+              "minutes": frozenset(("minute", "minutes", "min", "mins")),
+              "seconds": frozenset(("second", "seconds", "sec", "secs"))}
+# what says a number is a light's brightness (where the home also has heating to set)
+BRIGHTNESS_SAID = frozenset(("percent", "brightness", "bright", "brighter", "dim", "dimmer",
+                             "dimmed", "full", "half"))
