@@ -977,3 +977,7 @@ def test_a_reason_a_report_a_left_device_a_corrected_number_and_a_tag_unwritten(
     assert not home.parse("nah leave the big light on").accepted     # nothing to do
     p = home.parse("the neon strip's still on isn't it")
     assert (p.intent, p.slots.get("state"), p.accepted) == ("HassGetState", "on", True)
+    lists = model.with_lists(HomeLists(("lounge",), (), {"bills": "todo"}))
+    p = lists.parse("add wifi bill to bills")              # the first "bill" is the item's
+    assert (p.intent, p.slots.get("name"), p.slots.get("item")) == \
+        ("HassListAddItem", "bills", "wifi bill")

@@ -29,8 +29,8 @@ from ..hass import SlotFiller
 from ..text import normalize_text
 from .free_text import PARTICLES, WildText, ends_in_list, listed_item, timer_named
 from .lists import ENTITY_SLOTS, HomeLists, Match
-from .reading import (addressed, all_said, follows, halfway, particle, placed, put_on_player,
-                      run_on, spoken_units)
+from .reading import (addressed, all_said, follows, halfway, one_list, particle, placed,
+                      put_on_player, run_on, spoken_units)
 from .words import (
     AS_IT_IS, ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
     COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, KIND_WORDS,
@@ -456,9 +456,9 @@ class HomeModel:
         if self.repair:
             words = self.lists.repair(repair_commands(words), self.vocab)
         words = self.lists.reordered(words)
-        options: list[list[Match]] = [self.lists.matches(words)]
+        options: list[list[Match]] = [one_list(self.lists.matches(words))]
         if (passed := addressed(words, options[0])) is not words:
-            words, options = passed, [self.lists.matches(passed)]   # "tell rosie to ..."
+            words, options = passed, [one_list(self.lists.matches(passed))]  # "tell rosie to"
         reduced = self.lists.matches(words, skip=self.vocab)
         if reduced != options[0]:
             options.append(reduced)

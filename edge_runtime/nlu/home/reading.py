@@ -111,3 +111,13 @@ def addressed(words: list[str], found: list[Match]) -> list[str]:
     elif words[k] != "have" or rest[0] not in COMMAND_VERBS | {"go"}:
         return words
     return [*words[:k], *words[named.start:named.end], *rest]
+
+
+def one_list(found: list[Match]) -> list[Match]:
+    """``found`` with a list named twice kept only where it is named last ("add wifi bill to
+    bills": the first "bill" is the item's)."""
+    lists = [m.value for m in found if m.domain == "todo"]
+    if len(lists) == len(set(lists)):
+        return found
+    last = {m.value: m.start for m in found if m.domain == "todo"}
+    return [m for m in found if m.domain != "todo" or m.start == last[m.value]]
