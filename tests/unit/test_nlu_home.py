@@ -586,7 +586,7 @@ def test_the_words_that_say_a_request_is_not_one() -> None:
     assert commanded("lock the cat flap because the fox was here") == "lock the cat flap"
     assert commanded("it's hot in the den so put the fan on") == "put the fan on"
     assert commanded("leave the lamp on and switch off the fan") == "switch off the fan"
-    assert commanded("turn off the lights so i can sleep") == "turn off the lights so i can sleep"
+    assert commanded("turn off the lights so i can sleep") == "turn off the lights"   # its reason
     # a recognizer's full stop ends the first clause as a comma does
     assert commanded("Turn the lamp off. The fan can stay on.") == "Turn the lamp off"
     assert commanded("Lock the gate. Don't bother with the front door.") == "Lock the gate"
@@ -981,3 +981,28 @@ def test_a_reason_a_report_a_left_device_a_corrected_number_and_a_tag_unwritten(
     p = lists.parse("add wifi bill to bills")              # the first "bill" is the item's
     assert (p.intent, p.slots.get("name"), p.slots.get("item")) == \
         ("HassListAddItem", "bills", "wifi bill")
+
+
+def test_a_named_player_a_floor_not_taken_quarters_and_the_names_first(model: HomeModel
+                                                                      ) -> None:
+    home = model.with_lists(HomeLists(("garage", "lounge room"), ("Downstairs", "Upstairs"), {
+        "tv": "media_player", "radio": "media_player", "garage door": "cover",
+        "bunnings": "todo", "outdoor spa": "switch", "bistro lights": "light",
+        "front shutters": "cover"}))
+    p = home.parse("the telly's way too loud")                  # "telly's": the TV
+    assert (p.intent, p.slots.get("name")) == ("HassSetVolumeRelative", "tv")
+    for heard in ("could you turn the wireless up a little bit please",   # which player?
+                  "what's the temperature upstairs",          # no floor for a temperature
+                  "is bunnings open on sunday",               # a list, not a device
+                  "don't turn on the outdoor spa, it's way too hot for it",
+                  "turn on the basement lights"):             # no basement: no repair
+        assert not home.parse(heard).accepted, heard
+    assert home.parse("set a timer for a quarter of an hour please").slots == {"minutes": 15}
+    p = home.parse("open the garage door ten percent so the cat can get in")
+    assert (p.intent, p.slots.get("name"), p.slots.get("position")) == \
+        ("HassSetPosition", "garage door", 10)
+    p = home.parse("are all the shutters down")
+    assert (p.intent, p.slots.get("device_class"), p.slots.get("state")) == \
+        ("HassGetState", "shutter", "closed")
+    p = home.parse("add milk to the shopping list, i live on it")     # a remark after
+    assert (p.intent, p.slots.get("item")) == ("HassShoppingListAddItem", "milk")

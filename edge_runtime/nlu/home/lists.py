@@ -48,6 +48,8 @@ def _aligned(heard: list[str], phrase: tuple[str, ...], known: frozenset[str] | 
 # The home the default model is built with (any home's lists work at run time).
 DEFAULT_AREAS = ("kitchen", "living room", "bedroom", "bathroom", "office", "garage", "hallway",
                  "basement", "dining room", "guest room", "kids room", "porch", "attic", "garden")
+# the words of rooms people have (a room the home lacks is no misheard name: "basement")
+ROOM_WORDS = frozenset(w for area in DEFAULT_AREAS for w in area.split()) - {"room"}
 DEFAULT_FLOORS = ("ground floor", "first floor", "second floor", "upstairs", "downstairs")
 DEFAULT_NAMES = {
     "desk lamp": "light", "floor lamp": "light", "reading lamp": "light", "porch light": "light",
@@ -134,7 +136,8 @@ class HomeLists:
         # then the same phrases said another way, where no phrase of the home is said so
         for form in sorted(plain):
             for other in said_otherwise([form]):
-                table.setdefault(other, table[form])
+                for said in _forms(other):       # ("the telly's loud": "tellys")
+                    table.setdefault(said, table[form])
         for form, hit in spelled:
             table.setdefault(form, hit)
         for word, floor in stair_floors(self.floors).items():

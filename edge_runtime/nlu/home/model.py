@@ -28,7 +28,7 @@ from ..features import feature_names, hash_features
 from ..hass import SlotFiller
 from ..text import normalize_text
 from .free_text import PARTICLES, WildText, ends_in_list, listed_item, timer_named
-from .lists import ENTITY_SLOTS, HomeLists, Match
+from .lists import ENTITY_SLOTS, ROOM_WORDS, HomeLists, Match
 from .reading import (addressed, all_said, follows, halfway, one_list, particle, placed,
                       put_on_player, run_on, spoken_units)
 from .words import (
@@ -36,7 +36,7 @@ from .words import (
     COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, KIND_WORDS,
     LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS, NO_ITEM, OPENING, REPORTED,
     RUNNING, STARTED, STATE_OF_VERB, STATES, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TO_EVERYONE,
-    TOO_LOUD, TURNED, UNIT_WORDS, UP, asked, commanded, excepted,
+    TOO_LOUD, TURNED, UNIT_WORDS, UP, PLAYER_WORDS, REMARKING, asked, commanded, excepted,
     leading_word, named_kinds, negated, number_word, renumbered, repair_commands, said_number,
     said_plainly, told, turned_up_or_down)
 
@@ -160,6 +160,8 @@ _OWN_NAMES = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer"
                         "HassTimerStatus", "HassCancelAllTimers"))
 # what a media player does, and the devices that are not one: a player's intent on a lamp
 # alone is misheard ("Bedside Lamp, Pause." was "bedside lamp off")
+# what begins the part of a request said instead ("don't open the big one, just the small one")
+_INSTEAD = frozenset(("just", "only", "but", "instead"))
 _PLAYER_INTENTS = frozenset(("HassMediaPause", "HassMediaUnpause", "HassMediaNext",
                              "HassMediaPrevious", "HassSetVolume", "HassSetVolumeRelative",
                              "HassMediaPlayerMute", "HassMediaPlayerUnmute"))
@@ -252,6 +254,11 @@ class HomeModel:
         colors = self.filler.phrases.get("HassLightSet", {})
         self._colors = frozenset(p for p, rows in colors.items()
                                  if any(slot == "color" for slot, *_ in rows))
+        # one-word cover classes as the templates' list names them ("shutters": shutter)
+        self._cover_classes = {p: value for p, rows in
+                               self.filler.phrases.get("HassGetState", {}).items()
+                               for slot, value, *_ in rows
+                               if slot == "device_class" and " " not in p}
 
     @property
     def intents(self) -> list[str]:
@@ -305,7 +312,11 @@ class HomeModel:
         if len(clauses) < 2:
             return whole
         said_last = normalize_text(clauses[-1]).split()
-        if (told(said_last) or set(said_last) & REPORTED) and \
+        if negated(normalize_text(clauses[0]).split()) and said_last[0] not in _INSTEAD and \
+                not set(said_last) & COMMAND_VERBS and not self.lists.matches(said_last):
+            return whole           # "don't turn on the spa, it's way too hot for it"
+        if (told(said_last) or set(said_last) & REPORTED or
+                said_last[0] in REMARKING and not set(said_last) & COMMAND_VERBS) and \
                 said_last[0] not in QUESTION_STARTS and not asked(clauses[-1], said_last):
             rest = self._parse(" ".join(clauses[:-1]))
             if rest.accepted:      # "is the console still on, kwame said he'd turn it off"
@@ -454,14 +465,16 @@ class HomeModel:
             return HomeParse(OTHER, 1.0)
         words = said_plainly(words)
         if self.repair:
-            words = self.lists.repair(repair_commands(words), self.vocab)
+            words = self.lists.repair(repair_commands(words), self.vocab | ROOM_WORDS)
         words = self.lists.reordered(words)
         options: list[list[Match]] = [one_list(self.lists.matches(words))]
         if (passed := addressed(words, options[0])) is not words:
             words, options = passed, [one_list(self.lists.matches(passed))]  # "tell rosie to"
         reduced = self.lists.matches(words, skip=self.vocab)
-        if reduced != options[0]:
-            options.append(reduced)
+        if reduced != options[0] and not any(
+                r.slot != "name" and any(o.slot == "name" and o.start <= r.start < o.end
+                                         for o in options[0]) for r in reduced):
+            options.append(reduced)   # (not "garage" + "door" for the Garage Door: names first)
         question = words[0] in QUESTION_STARTS and not (
             words[0] == "tell" and words[1:2] != ["me"] and set(words) & TO_EVERYONE) \
             or asked(text, words)           # ("tell everyone dinner is ready": no question)
@@ -541,6 +554,15 @@ class HomeModel:
         if not missing and self.lists.names and "name" not in slots and \
                 slots.get("domain") and slots["domain"] not in self.lists.names.values():
             missing = ("name",)      # "turn on the ceiling fan in the bedroom": no fan here
+        if not missing and intent in _PLAYER_INTENTS | {"HassMediaSearchAndPlay"} and \
+                not set(slots) & set(ENTITY_SLOTS) and set(masked) & PLAYER_WORDS:
+            missing = ("name",)      # "turn the wireless up": which player?
+        if not missing and any(m.slot == "floor" for m in found) and \
+                "floor" not in self.intent_slots.get(intent, ()):
+            missing = ("name",)      # "what's the temperature upstairs": which thermostat?
+        if not missing and intent == "HassGetState" and any(
+                m.domain == "todo" for m in found if m.value == slots.get("name")):
+            missing = ("name",)      # "is bunnings open on sunday": not a device
         if not missing and intent in KIND_WORDS and "name" not in slots and \
                 not set(masked) & KIND_WORDS[intent]:
             missing = ("name",)      # "start the dishwasher": not the mower
@@ -744,6 +766,11 @@ class HomeModel:
                            else None))
             if state:
                 slots["state"] = state
+        if intent == "HassGetState" and label.endswith("|cover") and \
+                not set(slots) & {"device_class", "name"}:
+            kind = next((self._cover_classes[w] for w in masked if w in self._cover_classes), None)
+            if kind:
+                slots["device_class"] = kind     # "are all the shutters down"
         if intent == "HassSetPosition" and "position" not in slots and halfway(masked):
             slots["position"] = 50               # "open the awning halfway"
         if intent == "HassLightSet" and not set(slots) & {"brightness", "color", "temperature"} \
@@ -791,10 +818,11 @@ class HomeModel:
             else:
                 del slots["name"]
         if intent in TIMER_INTENTS:
+            spoken = set(spoken_units(masked))      # ("a quarter of an hour": 15 minutes)
             for key, units in UNIT_WORDS.items():
                 for k in (key, f"start_{key}"):
-                    if k in slots and not said & units and not (key != "hours" and
-                                                                "half" in said):
+                    if k in slots and not spoken & units and not (key != "hours" and
+                                                                  "half" in said):
                         del slots[k]     # "it needs 35 minutes, ... 35 minutes": no hours
         if intent in TIMER_INTENTS and intent != "HassStartTimer" and "name" not in slots \
                 and "name" in allowed:

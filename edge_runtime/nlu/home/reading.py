@@ -14,8 +14,20 @@ _ALL_WORDS = frozenset(("all", "every", "everything", "everywhere", "whole", "en
                         "home"))
 
 
+_QUARTERS = {("a", "quarter", "of", "an", "hour"): ["15", "minutes"],
+             ("quarter", "of", "an", "hour"): ["15", "minutes"],
+             ("three", "quarters", "of", "an", "hour"): ["45", "minutes"],
+             ("and", "a", "quarter"): ["and", "15", "minutes"]}
+
+
 def spoken_units(words: list[str]) -> list[str]:
-    """ "an hour" -> "1 hour", "a minute and a half" -> "1 minute and a half"."""
+    """ "an hour" -> "1 hour", "a minute and a half" -> "1 minute and a half", "a quarter of
+    an hour" -> "15 minutes", "an hour and a quarter" -> "1 hour and 15 minutes"."""
+    for said, meant in _QUARTERS.items():
+        n = len(said)
+        at = next((i for i in range(len(words) - n + 1) if tuple(words[i:i + n]) == said), None)
+        if at is not None and (said[0] != "and" or "hour" in words[:at]):
+            words = [*words[:at], *meant, *words[at + n:]]
     out = list(words)
     for i in range(len(out) - 1):
         if out[i] in ("a", "an") and out[i + 1].rstrip("s") in _TIME_UNITS and \

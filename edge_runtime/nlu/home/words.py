@@ -118,8 +118,10 @@ _SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|"
                      r"[,;.!][^,;.!]*(?:'s|\s+is|\s+are)\s+(?:fine|ok|okay|alright)\b[^,;.!]*[.!]?$|"
                      r"\s+but\s+(?:leave|keep)\s+[^,;.!]*[.!]?$", re.I)
 _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$|"
-                           r"\s+while\s+(?:we|i|you|he|she|they)(?:'re|'m|\s+are|\s+am)?\s.*$",
-                           re.I)
+                           r"\s+while\s+(?:we|i|you|he|she|they)(?:'re|'m|\s+are|\s+am)?\s.*$|"
+                           r"\s+so\s+(?:that\s+)?(?:the\s+\w+|we|i|you|he|she|they|it)\s+"
+                           r"(?:can|could|will|won'?t|doesn'?t|don'?t|isn'?t|gets?)\s.*$",
+                           re.I)       # ("... ten percent so the cat can get in")
 # hesitations before a request and thanks after it ("um yeah can you uh open the gate cheers")
 _HESITATED = re.compile(r"^(?:(?:um+|uh+|er+|erm|yeah|yep)[,.]?\s+)+|"
                         r"[,.]?\s+(?:cheers|thanks|thank\s+you|ta|eh)(?:\s+mate)?[.!?]*$", re.I)
@@ -385,3 +387,9 @@ UNIT_WORDS = {"hours": frozenset(("hour", "hours", "hr", "hrs")),
 # what says a number is a light's brightness (where the home also has heating to set)
 BRIGHTNESS_SAID = frozenset(("percent", "brightness", "bright", "brighter", "dim", "dimmer",
                              "dimmed", "full", "half"))
+# the words for a player ("turn the wireless up": which one, where none is named?)
+PLAYER_WORDS = frozenset(("tv", "tvs", "telly", "television", "radio", "wireless", "speaker",
+                          "speakers", "stereo", "soundbar", "hifi"))
+# a remark after the request, by the speaker ("..., i've just finished a night shift")
+REMARKING = frozenset(("i", "im", "ive", "id", "ill", "we", "were", "weve", "its", "thats",
+                       "theres", "my"))
