@@ -1006,3 +1006,23 @@ def test_a_named_player_a_floor_not_taken_quarters_and_the_names_first(model: Ho
         ("HassGetState", "shutter", "closed")
     p = home.parse("add milk to the shopping list, i live on it")     # a remark after
     assert (p.intent, p.slots.get("item")) == ("HassShoppingListAddItem", "milk")
+
+
+def test_a_lowercase_transcript_its_slips_and_a_device_left_as_it_is(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(("sitting room",), (), {
+        "greenhouse heater": "switch", "wall lights": "light", "standard lamp": "light",
+        "blackout blind": "cover", "radio": "media_player"}))
+    for heard, intent, name in (("greenhouse heater of please", "HassTurnOff",
+                                 "greenhouse heater"),
+                                ("switch the wall lights of", "HassTurnOff", "wall lights"),
+                                ("not the wall lights just the standard lamp on please",
+                                 "HassTurnOn", "standard lamp")):
+        p = home.parse(heard)
+        assert (p.intent, p.slots.get("name"), p.accepted) == (intent, name, True), heard
+    for heard in ("leave the blackout blind as it is", "play gardeners question time"):
+        assert not home.parse(heard).accepted, heard
+    assert not home.parse("will it be frosty tonight").intent.startswith("HassTurn")
+    p = home.parse("bread timer 40 minutes")
+    assert (p.intent, p.slots) == ("HassStartTimer", {"minutes": 40, "name": "bread"})
+    p = home.parse("add milk to the shopping list, i live on it")
+    assert p.slots.get("item") == "milk"

@@ -99,6 +99,24 @@ def timer_named(masked: list[str]) -> str:
     return ""
 
 
+def timer_named_first(masked: list[str]) -> str:
+    """The name said first, before the word timer ("bread timer 40 minutes", "the pasta
+    timer for ten minutes"): one or two plain words; "" otherwise."""
+    k = 1 if masked[:1] in (["the"], ["my"], ["a"]) else 0
+    for n in (2, 1):
+        name = masked[k:k + n]
+        if len(name) == n and masked[k + n:k + n + 1] == ["timer"] and not any(
+                w in _NOT_WILD or number_word(w) or w in EDGE_WORDS or w in FILLERS or
+                w.startswith("@") or w in _NO_TIMER_NAME for w in name):
+            return " ".join(name)
+    return ""
+
+
+# what begins a timer request without naming it ("start timer ...", an "egg timer")
+_NO_TIMER_NAME = frozenset(("set", "start", "cancel", "stop", "pause", "resume", "restart",
+                          "unpause", "new", "kitchen", "egg", "countdown", "hold", "continue"))
+
+
 def ends_in_list(masked: list[str]) -> bool:
     """The request ends with a list's phrase ("... on the chores list", "... to @todo")."""
     return any(all(w in _LIST_WORDS or w in DETERMINERS or w in _LIST_NAMING

@@ -27,12 +27,13 @@ from ..classifier import LinearIntentClassifier
 from ..features import feature_names, hash_features
 from ..hass import SlotFiller
 from ..text import normalize_text
-from .free_text import PARTICLES, WildText, ends_in_list, listed_item, timer_named
+from .free_text import (PARTICLES, WildText, ends_in_list, listed_item, timer_named,
+                        timer_named_first)
 from .lists import ENTITY_SLOTS, ROOM_WORDS, HomeLists, Match
-from .reading import (addressed, all_said, follows, halfway, one_list, particle, placed,
-                      put_on_player, run_on, spoken_units)
+from .reading import (addressed, all_said, follows, halfway, left_as_is, one_list, particle,
+                      placed, put_on_player, run_on, spoken_units)
 from .words import (
-    AS_IT_IS, ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
+    ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
     COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, KIND_WORDS,
     LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS, NO_ITEM, OPENING, REPORTED,
     RUNNING, STARTED, STATE_OF_VERB, STATES, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TO_EVERYONE,
@@ -160,6 +161,8 @@ _OWN_NAMES = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer"
                         "HassTimerStatus", "HassCancelAllTimers"))
 # what a media player does, and the devices that are not one: a player's intent on a lamp
 # alone is misheard ("Bedside Lamp, Pause." was "bedside lamp off")
+# the verbs of a request for something to play or hear ("play gardeners question time")
+_TO_PLAY = frozenset(("play", "put", "stream", "listen"))
 # what begins the part of a request said instead ("don't open the big one, just the small one")
 _INSTEAD = frozenset(("just", "only", "but", "instead"))
 _PLAYER_INTENTS = frozenset(("HassMediaPause", "HassMediaUnpause", "HassMediaNext",
@@ -315,11 +318,16 @@ class HomeModel:
         if negated(normalize_text(clauses[0]).split()) and said_last[0] not in _INSTEAD and \
                 not set(said_last) & COMMAND_VERBS and not self.lists.matches(said_last):
             return whole           # "don't turn on the spa, it's way too hot for it"
-        if (told(said_last) or set(said_last) & REPORTED or
-                said_last[0] in REMARKING and not set(said_last) & COMMAND_VERBS) and \
+        remark = said_last[0] in REMARKING and not set(said_last) & COMMAND_VERBS
+        if (told(said_last) or set(said_last) & REPORTED or remark) and \
                 said_last[0] not in QUESTION_STARTS and not asked(clauses[-1], said_last):
+            # "is the console still on, kwame said he'd turn it off"; a remark ("..., i've
+            # just finished a night shift") where it says nothing the request takes: the
+            # whole is no request, or the same one with no other kind of slot
             rest = self._parse(" ".join(clauses[:-1]))
-            if rest.accepted:      # "is the console still on, kwame said he'd turn it off"
+            if rest.accepted and (not remark or told(said_last) or not whole.accepted or
+                                  rest.intent == whole.intent and
+                                  set(whole.slots) <= set(rest.slots)):
                 return rest
         elided = self._elided(clauses[0], clauses[-1]) if len(clauses) == 2 else None
         last = self._parse(elided or self._referred(clauses[:-1], clauses[-1]))
@@ -475,7 +483,8 @@ class HomeModel:
                 r.slot != "name" and any(o.slot == "name" and o.start <= r.start < o.end
                                          for o in options[0]) for r in reduced):
             options.append(reduced)   # (not "garage" + "door" for the Garage Door: names first)
-        question = words[0] in QUESTION_STARTS and not (
+        question = words[:2] in (["will", "it"], ["will", "there"]) or \
+            words[0] in QUESTION_STARTS and not (
             words[0] == "tell" and words[1:2] != ["me"] and set(words) & TO_EVERYONE) \
             or asked(text, words)           # ("tell everyone dinner is ready": no question)
         best: tuple | None = None
@@ -580,7 +589,7 @@ class HomeModel:
                          accepted=confidence >= self.threshold(intent) and not missing
                          and not ((told(masked) or self._described(text)) and
                                   not (question and not is_action(intent)))
-                         and not self._elsewhere(intent, masked)
+                         and not self._elsewhere(intent, masked) and not left_as_is(masked)
                          and not (is_action(intent) and excepted(masked))
                          and not (is_action(intent) and (question or self._unsaid(intent, masked))),
                          missing=missing, runner_up=second)
@@ -597,6 +606,8 @@ class HomeModel:
             return True
         if intent == "HassBroadcast" and not said & TO_EVERYONE:
             return True            # "text maya that dinner's ready": a message to one person
+        if intent == "HassGetCurrentTime" and leading_word(masked) in _TO_PLAY:
+            return True            # "play gardeners question time": a show
         if intent == "HassGetCurrentTime" and any(
                 masked[i:i + 2] == ["what", "time"] and masked[i + 2] in ASKS_OF
                 and masked[i + 3] not in ("it", "now") for i in range(len(masked) - 3)):
@@ -619,8 +630,6 @@ class HomeModel:
         if intent == "HassTurnOn" and "off" in said and not turned_on or \
                 intent == "HassTurnOff" and turned_on and "off" not in said:
             return True            # the reading says the opposite of the words
-        if leading_word(masked) in ("leave", "keep") and masked[-1] in AS_IT_IS:
-            return True            # "nah leave the big light on": nothing to do
         if intent == "HassTurnOn" and leading_word(masked) in ("the", "it", "its") and \
                 not said & (COMMAND_VERBS | OPENING | _SEEING) and all(
                 w != "on" or masked[i + 1:i + 2] == ["@name"] or masked[i + 1:i + 3] in
@@ -827,6 +836,10 @@ class HomeModel:
         if intent in TIMER_INTENTS and intent != "HassStartTimer" and "name" not in slots \
                 and "name" in allowed:
             named = timer_named(masked)      # "pause the timer for the bread"
+            if named:
+                slots["name"] = named
+        if intent in TIMER_INTENTS and "name" not in slots and "name" in allowed and not found:
+            named = timer_named_first(masked)     # "bread timer 40 minutes"
             if named:
                 slots["name"] = named
         item = str(slots.get("item", "")).split()

@@ -6,7 +6,7 @@ them."""
 from __future__ import annotations
 
 from .lists import Match
-from .words import COMMAND_VERBS, DETERMINERS, DEVICE_WORDS, LIGHT_WORDS, leading_word
+from .words import AS_IT_IS, COMMAND_VERBS, DETERMINERS, DEVICE_WORDS, LIGHT_WORDS, leading_word
 
 _TIME_UNITS = frozenset(("hour", "minute", "second"))
 # what asks for every device of a kind ("turn off all the lights", "the whole house")
@@ -133,3 +133,12 @@ def one_list(found: list[Match]) -> list[Match]:
         return found
     last = {m.value: m.start for m in found if m.domain == "todo"}
     return [m for m in found if m.domain != "todo" or m.start == last[m.value]]
+
+
+def left_as_is(masked: list[str]) -> bool:
+    """"leave the big light on", "keep the fan running", "leave the blind as it is": nothing
+    to do."""
+    first = next((w for w in masked if w not in ("nah", "no", "please", "just", "so", "um")), "")
+    return first in ("leave", "keep") and (masked[-1] in AS_IT_IS or
+                                           masked[-3:] in (["as", "it", "is"],
+                                                           ["as", "they", "are"]))

@@ -131,7 +131,9 @@ _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+y
 _SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+"
                             r"(?:on|off|open|closed|alone|as\s+(?:it|they)\s+(?:is|are))"
                             r"\s*(?:,\s*(?:and|but)?|and|but)\s+|"
-                            r"^(?:no,?\s+)?not\s+(?:the|my|our)\s+[^,;.]*[,;.]\s*", re.I)
+                            r"^(?:no,?\s+)?not\s+(?:the|my|our)\s+[^,;.]*[,;.]\s*|"
+                            r"^(?:no,?\s+)?not\s+(?:the|my|our)\s+[^,;.]*?\s+(?=(?:just|only)\s)",
+                            re.I)
 
 
 def commanded(text: str) -> str:
@@ -301,6 +303,7 @@ DONE = frozenset(("done", "complete", "completed", "finished"))
 
 
 _BEFORE_VERB = frozenset(("please", "can", "could", "would", "you", "um", "uh", "now"))
+_AFTER_REQUEST = frozenset(("please", "thanks", "now", "again"))
 
 
 def repair_commands(words: list[str]) -> list[str]:
@@ -316,6 +319,11 @@ def repair_commands(words: list[str]) -> list[str]:
     if words[k:k + 1] in (["turn"], ["switch"]) and words[k + 1:k + 2] == ["of"] and \
             len(words) > k + 2:
         words = [*words[:k + 1], "off", *words[k + 2:]]   # "turn of the reading lamp"
+    end = len(words)
+    while end > 1 and words[end - 1] in _AFTER_REQUEST:
+        end -= 1
+    if end > 1 and words[end - 1] == "of":
+        words = [*words[:end - 1], "off", *words[end:]]   # "switch the wall lights of"
     for heard, meant in UN_HEARD:
         if tuple(words[:len(heard)]) == heard:
             return [meant, *words[len(heard):]]
