@@ -1026,3 +1026,5 @@ def test_a_lowercase_transcript_its_slips_and_a_device_left_as_it_is(model: Home
     assert (p.intent, p.slots) == ("HassStartTimer", {"minutes": 40, "name": "bread"})
     p = home.parse("add milk to the shopping list, i live on it")
     assert p.slots.get("item") == "milk"
+    tree = model.with_lists(HomeLists(("den",), (), {"christmas tree": "switch"}))
+    assert not tree.parse("we just put up the christmas tree").accepted   # what we did

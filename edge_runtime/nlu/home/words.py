@@ -177,7 +177,7 @@ TOO_LOUD = frozenset(("loud", "noisy"))
 TOLD = frozenset(("love", "like", "hate", "think", "thought", "wonder", "bought", "saw",
                   "turned", "switched", "opened", "closed", "locked", "unlocked", "noticed",
                   "heard", "guess", "believe", "hope", "wish", "installed", "painted",
-                  "replaced", "moved", "already"))
+                  "replaced", "moved", "already", "put", "set", "left", "got", "did"))
 
 
 def told(masked: list[str]) -> bool:
