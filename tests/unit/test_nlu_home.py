@@ -1028,3 +1028,11 @@ def test_a_lowercase_transcript_its_slips_and_a_device_left_as_it_is(model: Home
     assert p.slots.get("item") == "milk"
     tree = model.with_lists(HomeLists(("den",), (), {"christmas tree": "switch"}))
     assert not tree.parse("we just put up the christmas tree").accepted   # what we did
+    loft = model.with_lists(HomeLists(("balcony", "lounge"), (), {
+        "railing strip": "light", "soundbar": "media_player"}))
+    p = loft.parse("turn the railing strip on the balcony blue")      # a colour: a setting
+    assert (p.intent, p.slots.get("color")) == ("HassLightSet", "blue")
+    p = loft.parse("it's pitch black in here, turn the lights on in the lounge")
+    assert p.intent == "HassTurnOn"                                   # "black" is no colour
+    p = loft.parse("play the song september on the soundbar")
+    assert (p.slots.get("media_class"), p.slots.get("search_query")) == ("track", "september")

@@ -181,6 +181,9 @@ _KINDS_SAID = MEDIA_ITEMS | frozenset(("artist", "artists", "band", "album", "al
                                       "tracks", "songs", "playlists", "podcasts", "episodes",
                                       "movies", "films", "shows", "audiobook", "station", "radio",
                                       "channel", "genre", "series", "book"))
+# a media class said in another word ("play the song september": a track)
+_KIND_SAID_AS = {"track": ("song", "tune"), "artist": ("band", "singer"), "album": ("record",),
+                 "tv_show": ("show", "series"), "movie": ("film",)}
 # timer actions that, without the word, could as well be the music's ("pause this")
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
@@ -690,6 +693,9 @@ class HomeModel:
             moved = "HassTurnOn" if said & OPENING else "HassTurnOff"
         elif intent == "HassTurnOn" and "@media_player" in said and put_on_player(masked):
             moved = "HassMediaSearchAndPlay"   # "put bluey on the tv": a show, not on
+        elif intent == "HassTurnOn" and not cover and not said & _KINDS_SAID and \
+                self._colored(masked):
+            moved = "HassLightSet"             # "turn the railing strip on the balcony blue"
         elif intent == "HassTurnOn" and light and said & {"close", "shut"}:
             moved = "HassTurnOff"              # "close the light": off (not a cover)
         elif intent in ("HassTurnOn", "HassTurnOff") and turned_up_or_down(masked) and (
@@ -715,6 +721,13 @@ class HomeModel:
             return top, confidence
         new = self._at[moved]
         return new, float(per_intent[top] + per_intent[new])
+
+    def _colored(self, masked: list[str]) -> bool:
+        """A colour asked for: said last ("turn the strip on the balcony blue") or after "to"
+        or "in" (not "it's pitch black in here")."""
+        said = [w for w in masked if w not in ("please", "thanks", "now")]
+        return any(w in self._colors and (i == len(said) - 1 or said[i - 1] in ("to", "in"))
+                   and said[i - 1:i] != ["pitch"] for i, w in enumerate(said))
 
     def _names_kept(self, top: int, other: int, found: list[Match]) -> bool:
         """Whether the reading with the home's names (top intent ``top``) is kept over one
@@ -800,6 +813,9 @@ class HomeModel:
             del slots["media_class"]   # "play drake": no kind said ("drake" is not "track")
         query = str(slots.get("search_query", "")).split()
         kind = str(slots.get("media_class", ""))
+        if kind and len(query) > 1 and query[int(query[0] in DETERMINERS)] in \
+                _KIND_SAID_AS.get(kind, ()):
+            kind = query[int(query[0] in DETERMINERS)]   # "the song september": track, said so
         for lead in ([query[0], kind] if query[:1] and query[0] in DETERMINERS else [], [kind]):
             if kind and lead and len(query) > len(lead) and query[:len(lead)] == lead:
                 slots["search_query"] = " ".join(query[len(lead):])   # "my playlist x": x
