@@ -1024,6 +1024,10 @@ def test_a_lowercase_transcript_its_slips_and_a_device_left_as_it_is(model: Home
     assert not home.parse("will it be frosty tonight").intent.startswith("HassTurn")
     p = home.parse("bread timer 40 minutes")
     assert (p.intent, p.slots) == ("HassStartTimer", {"minutes": 40, "name": "bread"})
+    for heard in ("decrease timer by 30 minutes", "create timer for 70 minutes"):
+        assert "name" not in home.parse(heard).slots, heard          # a verb, not a name
+    assert home.parse("increase timer by 6 and 1 divided by 2 hours").slots.get("minutes") == 30
+    assert home.parse("pause the tv show").accepted                  # the show, not a player
     p = home.parse("add milk to the shopping list, i live on it")
     assert p.slots.get("item") == "milk"
     tree = model.with_lists(HomeLists(("den",), (), {"christmas tree": "switch"}))

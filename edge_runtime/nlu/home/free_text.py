@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from ..numbers import NUMBER_WORDS
 from .lists import Match
-from .words import BACK, DETERMINERS, DONE, FILLERS, NO_ITEM, number_word, said_number
+from .words import (BACK, COMMAND_VERBS, DETERMINERS, DONE, FILLERS, NO_ITEM, number_word,
+                    said_number)
 
 EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
                          "from", "them", "it", "this", "that", "please", "me", "you", "us",
@@ -105,16 +106,23 @@ def timer_named_first(masked: list[str]) -> str:
     k = 1 if masked[:1] in (["the"], ["my"], ["a"]) else 0
     for n in (2, 1):
         name = masked[k:k + n]
-        if len(name) == n and masked[k + n:k + n + 1] == ["timer"] and not any(
+        then = masked[k + n + 1:k + n + 2]       # a length or "for" after it, or nothing
+        if len(name) == n and masked[k + n:k + n + 1] == ["timer"] and \
+                (not then or then[0] in ("for", "please") or number_word(then[0]) or
+                 then[0] in NUMBER_WORDS) and not any(
                 w in _NOT_WILD or number_word(w) or w in EDGE_WORDS or w in FILLERS or
-                w.startswith("@") or w in _NO_TIMER_NAME for w in name):
+                w.startswith("@") or w in _NO_TIMER_NAME or w in COMMAND_VERBS or len(w) < 3
+                for w in name):
             return " ".join(name)
     return ""
 
 
 # what begins a timer request without naming it ("start timer ...", an "egg timer")
 _NO_TIMER_NAME = frozenset(("set", "start", "cancel", "stop", "pause", "resume", "restart",
-                          "unpause", "new", "kitchen", "egg", "countdown", "hold", "continue"))
+                            "unpause", "new", "kitchen", "egg", "countdown", "hold", "continue",
+                            "increase", "decrease", "add", "extend", "reduce", "remove",
+                            "shorten", "lengthen", "check", "snooze", "another", "second",
+                            "create", "drop", "make", "just", "lets", "begin", "go", "my"))
 
 
 def ends_in_list(masked: list[str]) -> bool:

@@ -567,8 +567,11 @@ class HomeModel:
                 slots.get("domain") and slots["domain"] not in self.lists.names.values():
             missing = ("name",)      # "turn on the ceiling fan in the bedroom": no fan here
         if not missing and intent in _PLAYER_INTENTS | {"HassMediaSearchAndPlay"} and \
-                not set(slots) & set(ENTITY_SLOTS) and set(masked) & PLAYER_WORDS:
-            missing = ("name",)      # "turn the wireless up": which player?
+                not set(slots) & set(ENTITY_SLOTS) and any(
+                w in PLAYER_WORDS and masked[i + 1:i + 2] not in (["show"], ["shows"],
+                                                                  ["series"], ["channel"])
+                for i, w in enumerate(masked)):
+            missing = ("name",)      # "turn the wireless up": which player? (not "tv show")
         if not missing and any(m.slot == "floor" for m in found) and \
                 "floor" not in self.intent_slots.get(intent, ()):
             missing = ("name",)      # "what's the temperature upstairs": which thermostat?
@@ -846,8 +849,8 @@ class HomeModel:
             spoken = set(spoken_units(masked))      # ("a quarter of an hour": 15 minutes)
             for key, units in UNIT_WORDS.items():
                 for k in (key, f"start_{key}"):
-                    if k in slots and not spoken & units and not (key != "hours" and
-                                                                  "half" in said):
+                    if k in slots and not spoken & units and not (
+                            key != "hours" and said & {"half", "divided"}):   # ("1/2 hour")
                         del slots[k]     # "it needs 35 minutes, ... 35 minutes": no hours
         if intent in TIMER_INTENTS and intent != "HassStartTimer" and "name" not in slots \
                 and "name" in allowed:
