@@ -991,6 +991,7 @@ def test_a_named_player_a_floor_not_taken_quarters_and_the_names_first(model: Ho
         "front shutters": "cover"}))
     p = home.parse("the telly's way too loud")                  # "telly's": the TV
     assert (p.intent, p.slots.get("name")) == ("HassSetVolumeRelative", "tv")
+    assert home.parse("pause the tv").accepted          # a kind its players are called
     for heard in ("could you turn the wireless up a little bit please",   # which player?
                   "what's the temperature upstairs",          # no floor for a temperature
                   "is bunnings open on sunday",               # a list, not a device

@@ -567,11 +567,8 @@ class HomeModel:
                 slots.get("domain") and slots["domain"] not in self.lists.names.values():
             missing = ("name",)      # "turn on the ceiling fan in the bedroom": no fan here
         if not missing and intent in _PLAYER_INTENTS | {"HassMediaSearchAndPlay"} and \
-                not set(slots) & set(ENTITY_SLOTS) and any(
-                w in PLAYER_WORDS and masked[i + 1:i + 2] not in (["show"], ["shows"],
-                                                                  ["series"], ["channel"])
-                for i, w in enumerate(masked)):
-            missing = ("name",)      # "turn the wireless up": which player? (not "tv show")
+                not set(slots) & set(ENTITY_SLOTS) and self._unknown_player(masked):
+            missing = ("name",)      # "turn the wireless up": which player?
         if not missing and any(m.slot == "floor" for m in found) and \
                 "floor" not in self.intent_slots.get(intent, ()):
             missing = ("name",)      # "what's the temperature upstairs": which thermostat?
@@ -724,6 +721,17 @@ class HomeModel:
             return top, confidence
         new = self._at[moved]
         return new, float(per_intent[top] + per_intent[new])
+
+    def _unknown_player(self, masked: list[str]) -> bool:
+        """A kind of player said that no player of the home is called ("turn the wireless
+        up" where they are the Telly and the Radio; not "pause the tv" with a Kitchen TV,
+        nor "the tv show")."""
+        called = {w for name, domain in self.lists.names.items() if domain == "media_player"
+                  for w in normalize_text(name).split()}
+        return bool(called) and any(
+            w in PLAYER_WORDS and w.rstrip("s") not in called and w not in called and
+            masked[i + 1:i + 2] not in (["show"], ["shows"], ["series"], ["channel"])
+            for i, w in enumerate(masked))
 
     def _colored(self, masked: list[str]) -> bool:
         """A colour asked for: said last ("turn the strip on the balcony blue") or after "to"
