@@ -1041,3 +1041,17 @@ def test_a_lowercase_transcript_its_slips_and_a_device_left_as_it_is(model: Home
     assert p.intent == "HassTurnOn"                                   # "black" is no colour
     p = loft.parse("play the song september on the soundbar")
     assert (p.slots.get("media_class"), p.slots.get("search_query")) == ("track", "september")
+
+
+def test_a_name_word_said_for_itself_a_player_named_twice_and_no_such_device(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(("loft", "kitchen"), (), {
+        "sauna heater": "switch", "radio": "media_player", "counter lights": "light"}))
+    p = home.parse("cancel the sauna timer")                  # not the Sauna Heater
+    assert (p.intent, p.slots.get("name")) == ("HassCancelTimer", "sauna")
+    p = home.parse("play cbc radio one on the radio")
+    assert p.slots.get("name") == "radio"                     # the player said last
+    assert not home.parse("turn on the dehumidifier in the loft").accepted
+    p = home.parse("start a twelve minute cookie timer")
+    assert (p.intent, p.slots) == ("HassStartTimer", {"minutes": 12, "name": "cookie"})
+    assert "name" not in home.parse("take 29 minutes off the timer").slots

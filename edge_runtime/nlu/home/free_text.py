@@ -101,20 +101,28 @@ def timer_named(masked: list[str]) -> str:
 
 
 def timer_named_first(masked: list[str]) -> str:
-    """The name said first, before the word timer ("bread timer 40 minutes", "the pasta
-    timer for ten minutes"): one or two plain words; "" otherwise."""
-    k = 1 if masked[:1] in (["the"], ["my"], ["a"]) else 0
+    """The name said before the word timer where nothing else could be ("bread timer 40
+    minutes", "the pasta timer for ten minutes", "a twelve minute cookie timer"): one or two
+    plain words at the start or after a timer's length; "" otherwise."""
+    t = next((i for i, w in enumerate(masked) if w == "timer"), None)
+    if t is None:
+        return ""
+    then = masked[t + 1:t + 2]             # a length or "for" after it, or nothing
+    if then and not (then[0] in ("for", "please") or number_word(then[0]) or
+                     then[0] in NUMBER_WORDS):
+        return ""
     for n in (2, 1):
-        name = masked[k:k + n]
-        then = masked[k + n + 1:k + n + 2]       # a length or "for" after it, or nothing
-        if len(name) == n and masked[k + n:k + n + 1] == ["timer"] and \
-                (not then or then[0] in ("for", "please") or number_word(then[0]) or
-                 then[0] in NUMBER_WORDS) and not any(
+        name, before = masked[max(t - n, 0):t], masked[:max(t - n, 0)]
+        lead = [w for w in before if w not in ("the", "my", "a")]
+        if len(name) == n and (not lead or lead[-1].rstrip("s") in _LENGTH_UNITS) and not any(
                 w in _NOT_WILD or number_word(w) or w in EDGE_WORDS or w in FILLERS or
-                w.startswith("@") or w in _NO_TIMER_NAME or w in COMMAND_VERBS or len(w) < 3
-                for w in name):
+                w in PARTICLES or w.startswith("@") or w in _NO_TIMER_NAME or
+                w in COMMAND_VERBS or len(w) < 3 for w in name):
             return " ".join(name)
     return ""
+
+
+_LENGTH_UNITS = frozenset(("minute", "hour", "second"))
 
 
 # what begins a timer request without naming it ("start timer ...", an "egg timer")

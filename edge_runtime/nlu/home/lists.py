@@ -26,6 +26,9 @@ ENTITY_SLOTS = ("area", "floor", "name")
 REPAIR_CUTOFF = 70.0     # hass_text.similarity score a misheard name must reach
 SPLIT_CUTOFF = 92.0      # letters alike (rapidfuzz ratio) for a name heard one word longer
 _NOT_FIRST = frozenset(("the", "a", "an", "my", "our", "and", "to", "on", "in", "of", "off"))
+# words a request says for what they mean, never a misheard name word
+_SAID_FOR_ITSELF = frozenset(("timer", "timers", "list", "volume", "music", "temperature",
+                              "alarm", "song", "playlist", "album"))
 _MIN_JOINED = 6          # letters a phrase needs to match with its spaces dropped
 _WORD_ALIKE = 34.0       # rapidfuzz ratio a never-seen word needs to the name word it replaces
 
@@ -37,6 +40,8 @@ def _aligned(heard: list[str], phrase: tuple[str, ...], known: frozenset[str] | 
     heater" in "a bath later"): a recognizer mishears a name word for word, and a word
     it never saw is still a third alike ("epic" for "attic", not "bath" for "panel")."""
     for a, b in zip(heard, phrase, strict=True):
+        if a in _SAID_FOR_ITSELF and a != b:
+            return False       # "set a sauna timer": the timer, not the Sauna Heater
         alike = fuzz.ratio(a, b)
         if a in known or a in _NOT_FIRST:
             if alike < 50 or abs(len(a) - len(b)) > 2:

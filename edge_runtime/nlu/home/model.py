@@ -30,14 +30,14 @@ from ..text import normalize_text
 from .free_text import (PARTICLES, WildText, ends_in_list, listed_item, timer_named,
                         timer_named_first)
 from .lists import ENTITY_SLOTS, ROOM_WORDS, HomeLists, Match
-from .reading import (addressed, all_said, follows, halfway, left_as_is, one_list, particle,
+from .reading import (addressed, all_said, follows, halfway, left_as_is, named_once, particle,
                       placed, put_on_player, run_on, spoken_units)
 from .words import (
     ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
     COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, KIND_WORDS,
-    LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS, NO_ITEM, OPENING, REPORTED,
-    RUNNING, STARTED, STATE_OF_VERB, STATES, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TO_EVERYONE,
-    TOO_LOUD, TURNED, UNIT_WORDS, UP, PLAYER_WORDS, REMARKING, asked, commanded, excepted,
+    LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS, NOT_LIGHTS, NO_ITEM, OPENING,
+    PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES, STATE_OF_VERB, SURE_CORRECTIONS,
+    TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED, UNIT_WORDS, UP, asked, commanded, excepted,
     leading_word, named_kinds, negated, number_word, renumbered, repair_commands, said_number,
     said_plainly, told, turned_up_or_down)
 
@@ -478,9 +478,9 @@ class HomeModel:
         if self.repair:
             words = self.lists.repair(repair_commands(words), self.vocab | ROOM_WORDS)
         words = self.lists.reordered(words)
-        options: list[list[Match]] = [one_list(self.lists.matches(words))]
+        options: list[list[Match]] = [named_once(self.lists.matches(words))]
         if (passed := addressed(words, options[0])) is not words:
-            words, options = passed, [one_list(self.lists.matches(passed))]  # "tell rosie to"
+            words, options = passed, [named_once(self.lists.matches(passed))]  # "tell rosie to"
         reduced = self.lists.matches(words, skip=self.vocab)
         if reduced != options[0] and not any(
                 r.slot != "name" and any(o.slot == "name" and o.start <= r.start < o.end
@@ -575,6 +575,9 @@ class HomeModel:
         if not missing and intent == "HassGetState" and any(
                 m.domain == "todo" for m in found if m.value == slots.get("name")):
             missing = ("name",)      # "is bunnings open on sunday": not a device
+        if not missing and slots.get("domain") == "light" and "name" not in slots and \
+                set(masked) & NOT_LIGHTS and not set(masked) & (LIGHT_WORDS | _SEEING):
+            missing = ("name",)      # "turn on the dehumidifier in the loft": no such here
         if not missing and intent in KIND_WORDS and "name" not in slots and \
                 not set(masked) & KIND_WORDS[intent]:
             missing = ("name",)      # "start the dishwasher": not the mower

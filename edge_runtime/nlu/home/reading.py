@@ -125,14 +125,14 @@ def addressed(words: list[str], found: list[Match]) -> list[str]:
     return [*words[:k], *words[named.start:named.end], *rest]
 
 
-def one_list(found: list[Match]) -> list[Match]:
-    """``found`` with a list named twice kept only where it is named last ("add wifi bill to
-    bills": the first "bill" is the item's)."""
-    lists = [m.value for m in found if m.domain == "todo"]
-    if len(lists) == len(set(lists)):
+def named_once(found: list[Match]) -> list[Match]:
+    """``found`` with a name said twice kept only where it is said last ("add wifi bill to
+    bills": the first "bill" is the item's; "play cbc radio one on the radio")."""
+    names = [m.value for m in found if m.slot == "name"]
+    if len(names) == len(set(names)):
         return found
-    last = {m.value: m.start for m in found if m.domain == "todo"}
-    return [m for m in found if m.domain != "todo" or m.start == last[m.value]]
+    last = {m.value: m.start for m in found if m.slot == "name"}
+    return [m for m in found if m.slot != "name" or m.start == last[m.value]]
 
 
 def left_as_is(masked: list[str]) -> bool:

@@ -401,3 +401,12 @@ PLAYER_WORDS = frozenset(("tv", "tvs", "telly", "television", "radio", "wireless
 # a remark after the request, by the speaker ("..., i've just finished a night shift")
 REMARKING = frozenset(("i", "im", "ive", "id", "ill", "we", "were", "weve", "its", "thats",
                        "theres", "my"))
+# the words for devices that are no lights ("turn on the dehumidifier in the loft", where
+# the home has none: not the loft's lights)
+NOT_LIGHTS = frozenset(("fan", "fans", "heater", "heaters", "kettle", "dehumidifier",
+                        "humidifier", "purifier", "tv", "telly", "speaker", "stereo", "radio",
+                        "pump", "blower", "sauna", "boiler", "dryer", "blanket", "machine",
+                        "maker", "plug", "socket", "charger", "oven", "dishwasher", "washer",
+                        "heating", "aircon", "ac", "vacuum", "hoover", "mower", "sprinkler",
+                        "sprinklers", "camera", "alarm", "doorbell", "lock", "door", "gate",
+                        "blind", "blinds", "curtains", "shades", "shutters"))
