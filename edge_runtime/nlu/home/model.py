@@ -159,12 +159,12 @@ _SEEING = frozenset(("dark", "darker", "see", "gloomy", "pitch", "bright", "brig
 _OWN_NAMES = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer",
                         "HassDecreaseTimer", "HassPauseTimer", "HassUnpauseTimer",
                         "HassTimerStatus", "HassCancelAllTimers"))
-# what a media player does, and the devices that are not one: a player's intent on a lamp
-# alone is misheard ("Bedside Lamp, Pause." was "bedside lamp off")
 # the verbs of a request for something to play or hear ("play gardeners question time")
 _TO_PLAY = frozenset(("play", "put", "stream", "listen"))
 # what begins the part of a request said instead ("don't open the big one, just the small one")
 _INSTEAD = frozenset(("just", "only", "but", "instead"))
+# what a media player does, and the devices that are not one: a player's intent on a lamp
+# alone is misheard ("Bedside Lamp, Pause." was "bedside lamp off")
 _PLAYER_INTENTS = frozenset(("HassMediaPause", "HassMediaUnpause", "HassMediaNext",
                              "HassMediaPrevious", "HassSetVolume", "HassSetVolumeRelative",
                              "HassMediaPlayerMute", "HassMediaPlayerUnmute"))
