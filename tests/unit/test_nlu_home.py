@@ -1055,3 +1055,24 @@ def test_a_name_word_said_for_itself_a_player_named_twice_and_no_such_device(
     p = home.parse("start a twelve minute cookie timer")
     assert (p.intent, p.slots) == ("HassStartTimer", {"minutes": 12, "name": "cookie"})
     assert "name" not in home.parse("take 29 minutes off the timer").slots
+
+
+def test_irish_and_kiwi_turns_of_phrase_a_list_item_and_a_cover_not_there(model: HomeModel
+                                                                         ) -> None:
+    home = model.with_lists(HomeLists(("parlour", "bunk room"), (), {
+        "lace curtains": "cover", "radio": "media_player", "telly": "media_player",
+        "fairy lights": "light", "yard gate": "cover", "big light": "light",
+        "corner lamp": "light", "spa pool": "switch", "before we go": "todo"}))
+    for heard, intent, name in (("pull back the lace curtains", "HassTurnOn", "lace curtains"),
+                                ("put on the radio", "HassTurnOn", "radio"),
+                                ("put out the big light", "HassTurnOff", "big light"),
+                                ("leave the big light and turn off the corner lamp",
+                                 "HassTurnOff", "corner lamp")):
+        p = home.parse(heard)
+        assert (p.intent, p.slots.get("name"), p.accepted) == (intent, name, True), heard
+    p = home.parse("play fair city on the telly")              # no repair into the lights
+    assert (p.intent, p.slots.get("search_query")) == ("HassMediaSearchAndPlay", "fair city")
+    for heard in ("the yard gate is hanging off its hinges", "open the skylight in the bunk room"):
+        assert not home.parse(heard).accepted, heard
+    p = home.parse("delete turn off the spa pool from the before we go list")
+    assert p.intent == "HassListRemoveItem"                    # an item, not a command

@@ -476,7 +476,12 @@ class HomeModel:
             return HomeParse(OTHER, 1.0)
         words = said_plainly(words)
         if self.repair:
-            words = self.lists.repair(repair_commands(words), self.vocab | ROOM_WORDS)
+            repaired = self.lists.repair(repair_commands(words), self.vocab | ROOM_WORDS)
+            # ("play fair city on the telly" is no request for the Fairy Lights)
+            if leading_word(words) != "play" or all(
+                    m.domain == "media_player" for m in self.lists.matches(repaired)
+                    if m not in self.lists.matches(words)):
+                words = repaired
         words = self.lists.reordered(words)
         options: list[list[Match]] = [named_once(self.lists.matches(words))]
         if (passed := addressed(words, options[0])) is not words:
@@ -531,6 +536,13 @@ class HomeModel:
             intent = "HassSetVolume"             # "volume 40 percent": a level, not a step
             slots.pop("volume_step")
             slots["volume_level"] = abs(step)    # a level has no direction
+        query = str(slots.get("search_query", "")).split()
+        player = next((name for name, domain in self.lists.names.items()
+                       if domain == "media_player" and query and
+                       normalize_text(name).split() == query[int(query[0] in DETERMINERS):]),
+                      None)
+        if intent == "HassMediaSearchAndPlay" and player and "name" not in slots:
+            intent, slots = "HassTurnOn", {"name": player}   # "put on the radio": on
         if REQUIRED.get(intent) == ("item",):
             # "put lock the barn door on the chores list", as said (not as repaired), and
             # "add set up the tv in the playroom to chores" whole
@@ -575,6 +587,9 @@ class HomeModel:
         if not missing and intent == "HassGetState" and any(
                 m.domain == "todo" for m in found if m.value == slots.get("name")):
             missing = ("name",)      # "is bunnings open on sunday": not a device
+        if not missing and slots.get("domain") == "cover" and \
+                not set(slots) & {"name", "device_class"} and not set(masked) & COVER_WORDS:
+            missing = ("name",)      # "open the skylight in the bunk room": no such cover
         if not missing and slots.get("domain") == "light" and "name" not in slots and \
                 set(masked) & NOT_LIGHTS and not set(masked) & (LIGHT_WORDS | _SEEING):
             missing = ("name",)      # "turn on the dehumidifier in the loft": no such here
@@ -694,6 +709,12 @@ class HomeModel:
                 bool(said & OPENING) != bool(said & CLOSING):
             # "roll out the awning", "put the blinds down": the words say which way
             moved = "HassTurnOn" if said & OPENING else "HassTurnOff"
+        elif intent in ("HassTurnOn", "HassTurnOff") and cover and not number and any(
+                follows(masked, [verb, "back"]) for verb in ("pull", "draw", "roll")):
+            moved = "HassTurnOn"               # "pull back the lace curtains": open
+        elif intent == "HassTurnOn" and not cover and follows(masked, ["put", "out"]) and (
+                light or "@light" in said):
+            moved = "HassTurnOff"              # "put out the big light": off
         elif intent == "HassTurnOn" and "@media_player" in said and put_on_player(masked):
             moved = "HassMediaSearchAndPlay"   # "put bluey on the tv": a show, not on
         elif intent == "HassTurnOn" and not cover and not said & _KINDS_SAID and \
@@ -751,6 +772,9 @@ class HomeModel:
         if ON_SHOPPING_LIST.get(intent) == self._intents[other] and any(
                 m.domain == "todo" and m.value.casefold() != "shopping list" for m in found):
             return True      # "add milk to the before we leave list": that list's, not shopping
+        if self._listed[top] and not self._listed[other] and any(m.domain == "todo"
+                                                                 for m in found):
+            return True      # "delete turn off the spa pool from the before we go list"
         return other == top and "name" in self.intent_slots.get(intent, ()) and \
             intent not in _OWN_NAMES
 

@@ -131,6 +131,8 @@ _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+y
 _SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+"
                             r"(?:on|off|open|closed|alone|as\s+(?:it|they)\s+(?:is|are))"
                             r"\s*(?:,\s*(?:and|but)?|and|but)\s+|"
+                            r"^(?:please\s+)?leave\s+(?:the|my|our)\s+[^,;]*?\s*(?:,\s*)?"
+                            r"(?:and|but)\s+(?=(?:turn|switch|put|open|close|shut|lock)\b)|"
                             r"^(?:no,?\s+)?not\s+(?:the|my|our)\s+[^,;.]*[,;.]\s*|"
                             r"^(?:no,?\s+)?not\s+(?:the|my|our)\s+[^,;.]*?\s+(?=(?:just|only)\s)",
                             re.I)
@@ -213,6 +215,9 @@ def _said_of(masked: list[str]) -> bool:
     verb = masked[i] if i < len(masked) else ""
     if copula and i == len(masked) - 1 and verb.isalpha() and verb not in _STATED:
         return True                # "the compressor's ancient" (not "the tv's too loud")
+    if copula and len(verb) > 5 and verb.endswith("ing") and verb not in STATES and \
+            verb not in ("getting", "going"):
+        return True                # "the yard gate is hanging off its hinges"
     return verb in _DOES or len(verb) > 4 and verb.endswith("ed") and \
         verb not in STATE_OF_VERB.values() and verb not in ("opened",) or \
         verb in _HAPPENS                # "the shed door sticks when it's cold"
