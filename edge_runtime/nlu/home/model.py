@@ -541,8 +541,13 @@ class HomeModel:
                        if domain == "media_player" and query and
                        normalize_text(name).split() == query[int(query[0] in DETERMINERS):]),
                       None)
-        if intent == "HassMediaSearchAndPlay" and player and "name" not in slots:
-            intent, slots = "HassTurnOn", {"name": player}   # "put on the radio": on
+        if intent == "HassMediaSearchAndPlay" and (
+                player and "name" not in slots or
+                not query and "name" in slots and leading_word(masked) == "put"):
+            # "put on the radio (in the kitchen)": that player, on
+            slots = {"name": player or slots["name"],
+                     **{k: v for k, v in slots.items() if k in ("area", "floor")}}
+            intent = "HassTurnOn"
         if REQUIRED.get(intent) == ("item",):
             # "put lock the barn door on the chores list", as said (not as repaired), and
             # "add set up the tv in the playroom to chores" whole
