@@ -1077,3 +1077,11 @@ def test_irish_and_kiwi_turns_of_phrase_a_list_item_and_a_cover_not_there(model:
         assert not home.parse(heard).accepted, heard
     p = home.parse("delete turn off the spa pool from the before we go list")
     assert p.intent == "HassListRemoveItem"                    # an item, not a command
+    flat = model.with_lists(HomeLists(("living room",), (), {"floodlight": "light",
+                                                             "radio": "media_player"}))
+    for heard in ("living room aircon off",                    # not the room's lights
+                  "don't off the floodlight yet", "the timer rang just now",
+                  "play the shipping forecast"):               # a programme, not the weather
+        assert not flat.parse(heard).accepted, heard
+    assert flat.parse("set the living room color temperature to 4000 kelvin").intent == \
+        "HassLightSet"

@@ -159,6 +159,8 @@ _SEEING = frozenset(("dark", "darker", "see", "gloomy", "pitch", "bright", "brig
 _OWN_NAMES = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer",
                         "HassDecreaseTimer", "HassPauseTimer", "HassUnpauseTimer",
                         "HassTimerStatus", "HassCancelAllTimers"))
+# climate's own words, not a light's ("color temperature")
+_HEATING = CLIMATE_WORDS - {"temperature", "temp", "degrees"}
 # the verbs of a request for something to play or hear ("play gardeners question time")
 _TO_PLAY = frozenset(("play", "put", "stream", "listen"))
 # what begins the part of a request said instead ("don't open the big one, just the small one")
@@ -596,7 +598,8 @@ class HomeModel:
                 not set(slots) & {"name", "device_class"} and not set(masked) & COVER_WORDS:
             missing = ("name",)      # "open the skylight in the bunk room": no such cover
         if not missing and slots.get("domain") == "light" and "name" not in slots and \
-                set(masked) & NOT_LIGHTS and not set(masked) & (LIGHT_WORDS | _SEEING):
+                set(masked) & (NOT_LIGHTS | _HEATING) and \
+                not set(masked) & (LIGHT_WORDS | _SEEING):
             missing = ("name",)      # "turn on the dehumidifier in the loft": no such here
         if not missing and intent in KIND_WORDS and "name" not in slots and \
                 not set(masked) & KIND_WORDS[intent]:
@@ -632,8 +635,9 @@ class HomeModel:
             return True
         if intent == "HassBroadcast" and not said & TO_EVERYONE:
             return True            # "text maya that dinner's ready": a message to one person
-        if intent == "HassGetCurrentTime" and leading_word(masked) in _TO_PLAY:
-            return True            # "play gardeners question time": a show
+        if intent in ("HassGetCurrentTime", "HassGetWeather") and \
+                leading_word(masked) in _TO_PLAY:
+            return True            # "play gardeners question time", "the shipping forecast"
         if intent == "HassGetCurrentTime" and any(
                 masked[i:i + 2] == ["what", "time"] and masked[i + 2] in ASKS_OF
                 and masked[i + 3] not in ("it", "now") for i in range(len(masked) - 3)):

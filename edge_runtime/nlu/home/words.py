@@ -27,7 +27,7 @@ NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt"
 # said of the past: a statement about the home, not a request of it ("the front door was
 # unlocked all night", "the timer went off ages ago")
 # ("were" is not among them: it is also how "we're" is written without its apostrophe)
-PAST = frozenset(("was", "yesterday", "ago", "earlier", "already", "went"))
+PAST = frozenset(("was", "yesterday", "ago", "earlier", "already", "went", "rang", "rung"))
 # the verbs a negation before them takes back ("don't turn off", "do not open")
 COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "unlock", "start",
                            "stop", "set", "put", "play", "pause", "add", "remove", "cancel",
@@ -65,8 +65,9 @@ def negated(masked: list[str]) -> bool:
     """A negation before a command verb: "don't turn off the lights", "no need to unlock
     the gate", "I'm not going to open it", "please don't touch the thermostat" (not "I
     can't see, turn the lights on")."""
-    return any(w in NEGATIONS and any(v in _NEGATED_VERBS for v in masked[i + 1:i + 5])
-               for i, w in enumerate(masked))
+    return any(w in NEGATIONS and (any(v in _NEGATED_VERBS for v in masked[i + 1:i + 5]) or
+                                   w == "dont" and masked[i + 1:i + 2] in (["on"], ["off"]))
+               for i, w in enumerate(masked))   # ("don't off the floodlight yet")
 
 
 # and the verbs that say to leave a device as it is
