@@ -249,7 +249,7 @@ class HomeModel:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise HomeModelError(f"home model {path} is unusable: {exc}",
                                  hint="build it again: edge-runtime models build") from None
-        self.lists = lists or built
+        self._use(lists or built)
         self.repair = True             # put back misheard names and "unpause" (spoken input)
         self.path = path
         self._intent_of = [split_label(lab) for lab in self.classifier.labels]
@@ -267,6 +267,15 @@ class HomeModel:
                                self.filler.phrases.get("HassGetState", {}).items()
                                for slot, value, *_ in rows
                                if slot == "device_class" and " " not in p}
+        # what the repair never replaces: the model's words and rooms people have
+        self._known = self.vocab | ROOM_WORDS
+
+    def _use(self, lists: HomeLists) -> None:
+        """Serve ``lists``, with its players' names by their words."""
+        self.lists = lists
+        self._players = {tuple(normalize_text(name).split()): name
+                         for name, domain in lists.names.items() if domain == "media_player"}
+        self._player_words = frozenset(w for words in self._players for w in words)
 
     @property
     def intents(self) -> list[str]:
@@ -276,7 +285,7 @@ class HomeModel:
         """The same model over another home's lists (no reload of the tables)."""
         other = object.__new__(HomeModel)
         other.__dict__.update(self.__dict__)
-        other.lists = lists
+        other._use(lists)
         return other
 
     def threshold(self, intent: str) -> float:
@@ -324,13 +333,14 @@ class HomeModel:
                 not set(said_last) & COMMAND_VERBS and not self.lists.matches(said_last):
             return whole           # "don't turn on the spa, it's way too hot for it"
         remark = said_last[0] in REMARKING and not set(said_last) & COMMAND_VERBS
-        if (told(said_last) or set(said_last) & REPORTED or remark) and \
+        stated = told(said_last)
+        if (stated or set(said_last) & REPORTED or remark) and \
                 said_last[0] not in QUESTION_STARTS and not asked(clauses[-1], said_last):
             # "is the console still on, kwame said he'd turn it off"; a remark ("..., i've
             # just finished a night shift") where it says nothing the request takes: the
             # whole is no request, or the same one with no other kind of slot
             rest = self._parse(" ".join(clauses[:-1]))
-            if rest.accepted and (not remark or told(said_last) or not whole.accepted or
+            if rest.accepted and (not remark or stated or not whole.accepted or
                                   rest.intent == whole.intent and
                                   set(whole.slots) <= set(rest.slots)):
                 return rest
@@ -478,12 +488,15 @@ class HomeModel:
             return HomeParse(OTHER, 1.0)
         words = said_plainly(words)
         if self.repair:
-            repaired = self.lists.repair(repair_commands(words), self.vocab | ROOM_WORDS)
+            repaired = self.lists.repair(repair_commands(words), self._known)
             # ("play fair city on the telly" is no request for the Fairy Lights)
-            if leading_word(words) != "play" or all(
-                    m.domain == "media_player" for m in self.lists.matches(repaired)
-                    if m not in self.lists.matches(words)):
+            if leading_word(words) != "play" or repaired == words:
                 words = repaired
+            else:
+                before = self.lists.matches(words)
+                if all(m.domain == "media_player" for m in self.lists.matches(repaired)
+                       if m not in before):
+                    words = repaired
         words = self.lists.reordered(words)
         options: list[list[Match]] = [named_once(self.lists.matches(words))]
         if (passed := addressed(words, options[0])) is not words:
@@ -493,10 +506,10 @@ class HomeModel:
                 r.slot != "name" and any(o.slot == "name" and o.start <= r.start < o.end
                                          for o in options[0]) for r in reduced):
             options.append(reduced)   # (not "garage" + "door" for the Garage Door: names first)
-        question = words[:2] in (["will", "it"], ["will", "there"]) or \
-            words[0] in QUESTION_STARTS and not (
-            words[0] == "tell" and words[1:2] != ["me"] and set(words) & TO_EVERYONE) \
-            or asked(text, words)           # ("tell everyone dinner is ready": no question)
+        # ("tell everyone dinner is ready" is no question; "will it rain tonight" is one)
+        announced = words[0] == "tell" and words[1:2] != ["me"] and set(words) & TO_EVERYONE
+        question = words[0] in QUESTION_STARTS and not announced or \
+            words[:2] in (["will", "it"], ["will", "there"]) or asked(text, words)
         best: tuple | None = None
         for found in options:
             masked = HomeLists.mask(words, found)
@@ -539,10 +552,8 @@ class HomeModel:
             slots.pop("volume_step")
             slots["volume_level"] = abs(step)    # a level has no direction
         query = str(slots.get("search_query", "")).split()
-        player = next((name for name, domain in self.lists.names.items()
-                       if domain == "media_player" and query and
-                       normalize_text(name).split() == query[int(query[0] in DETERMINERS):]),
-                      None)
+        player = self._players.get(tuple(query[int(query[0] in DETERMINERS):])) \
+            if intent == "HassMediaSearchAndPlay" and query else None
         if intent == "HassMediaSearchAndPlay" and (
                 player and "name" not in slots or
                 not query and "name" in slots and leading_word(masked) == "put"):
@@ -759,8 +770,7 @@ class HomeModel:
         """A kind of player said that no player of the home is called ("turn the wireless
         up" where they are the Telly and the Radio; not "pause the tv" with a Kitchen TV,
         nor "the tv show")."""
-        called = {w for name, domain in self.lists.names.items() if domain == "media_player"
-                  for w in normalize_text(name).split()}
+        called = self._player_words
         return bool(called) and any(
             w in PLAYER_WORDS and w.rstrip("s") not in called and w not in called and
             masked[i + 1:i + 2] not in (["show"], ["shows"], ["series"], ["channel"])
