@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ..numbers import NUMBER_WORDS
 from .lists import Match
-from .words import (BACK, COMMAND_VERBS, DETERMINERS, DONE, FILLERS, NO_ITEM, number_word,
-                    said_number)
+from .words import (BACK, BEFORE_REQUEST, COMMAND_VERBS, DETERMINERS, DONE, FILLERS, NO_ITEM,
+                    number_word, said_number)
 
 EDGE_WORDS = frozenset(("the", "a", "an", "my", "our", "and", "of", "to", "on", "in", "for",
                          "from", "them", "it", "this", "that", "please", "me", "you", "us",
@@ -35,8 +35,6 @@ _NOT_WILD = frozenset(NUMBER_WORDS | {"hour", "hours", "minute", "minutes", "sec
 _ITEM_VERBS = frozenset(("add", "put", "stick", "pop", "write", "cross", "tick", "check", "mark",
                          "remove", "take", "scratch", "strike", "delete"))
 _OWNERS = frozenset(("my", "our", "the", "your", "a"))
-# what comes before a list verb without being the request ("um, could you just add ...")
-_FILLERS_AND_POLITE = FILLERS | {"please", "can", "could", "would", "you", "will", "just"}
 _LIST_NAMING = frozenset(("@todo", "@name", "shopping", "to", "do", "todo"))
 
 
@@ -44,7 +42,7 @@ def listed_item(words: list[str], found: list[Match]) -> str:
     """The words between a list verb and the list ("put [lock the barn door] on the chores
     list", "cross [lock the barn door] off chores", "mark [x] as done on chores"), names of
     the home in them and all; "" when the request is not said that way."""
-    k = next((i for i, w in enumerate(words) if w not in _FILLERS_AND_POLITE), None)
+    k = next((i for i, w in enumerate(words) if w not in BEFORE_REQUEST), None)
     if k is None or words[k] not in _ITEM_VERBS:
         return ""
     k += 1

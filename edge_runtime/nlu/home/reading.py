@@ -6,7 +6,8 @@ them."""
 from __future__ import annotations
 
 from .lists import Match
-from .words import AS_IT_IS, COMMAND_VERBS, DETERMINERS, DEVICE_WORDS, LIGHT_WORDS, leading_word
+from .words import (AS_IT_IS, BEFORE_REQUEST, COMMAND_VERBS, DETERMINERS, DEVICE_WORDS,
+                    LIGHT_WORDS, leading_word)
 
 _TIME_UNITS = frozenset(("hour", "minute", "second"))
 # what asks for every device of a kind ("turn off all the lights", "the whole house")
@@ -103,14 +104,11 @@ def follows(masked: list[str], words: list[str]) -> bool:
     return any(masked[i:i + n] == words for i in range(len(masked) - n + 1))
 
 
-_POLITE = frozenset(("please", "can", "could", "would", "will", "you"))
-
-
 def addressed(words: list[str], found: list[Match]) -> list[str]:
     """A command passed on to the device it names ("tell rosie to start cleaning", "have the
     mower start", "ask hamish to clean the kitchen") as said to it: "rosie start cleaning";
     else ``words``."""
-    k = next((i for i, w in enumerate(words) if w not in _POLITE), len(words))
+    k = next((i for i, w in enumerate(words) if w not in BEFORE_REQUEST), len(words))
     if k >= len(words) or words[k] not in ("tell", "ask", "get", "have"):
         return words
     named = next((m for m in found if m.slot == "name" and m.start in (k + 1, k + 2)), None)
@@ -138,7 +136,7 @@ def named_once(found: list[Match]) -> list[Match]:
 def left_as_is(masked: list[str]) -> bool:
     """"leave the big light on", "keep the fan running", "leave the blind as it is": nothing
     to do."""
-    first = next((w for w in masked if w not in ("nah", "no", "please", "just", "so", "um")), "")
+    first = next((w for w in masked if w not in BEFORE_REQUEST and w != "no"), "")
     return first in ("leave", "keep") and (masked[-1] in AS_IT_IS or
                                            masked[-3:] in (["as", "it", "is"],
                                                            ["as", "they", "are"]))

@@ -39,6 +39,8 @@ COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "u
 # words before the request that say nothing of it ("so um close the skylight")
 FILLERS = frozenset(("so", "um", "uh", "er", "erm", "ok", "okay", "hey", "oh", "well", "right",
                      "now", "and", "like", "hmm", "alright", "nah"))
+# and what a polite request says before its verb ("um, could you just add ...")
+BEFORE_REQUEST = FILLERS | {"please", "can", "could", "would", "you", "will", "just"}
 
 
 def leading_word(masked: list[str]) -> str:
@@ -308,7 +310,6 @@ UN_HEARD = (*((heard, "unpause") for heard in (
 DONE = frozenset(("done", "complete", "completed", "finished"))
 
 
-_BEFORE_VERB = frozenset(("please", "can", "could", "would", "you", "um", "uh", "now"))
 _AFTER_REQUEST = frozenset(("please", "thanks", "now", "again"))
 
 
@@ -321,7 +322,7 @@ def repair_commands(words: list[str]) -> list[str]:
                   if words[i] == "is" and words[i + 1] in DONE), 0)
         if k:
             words = [*words[:k], "as", *words[k + 1:]]
-    k = next((i for i, w in enumerate(words) if w not in _BEFORE_VERB), len(words))
+    k = next((i for i, w in enumerate(words) if w not in BEFORE_REQUEST), len(words))
     if words[k:k + 1] in (["turn"], ["switch"]) and words[k + 1:k + 2] == ["of"] and \
             len(words) > k + 2:
         words = [*words[:k + 1], "off", *words[k + 2:]]   # "turn of the reading lamp"
