@@ -147,6 +147,7 @@ async def announcements(request: web.Request) -> web.Response:
     out = list(pending)
     pending.clear()
     out += request.app[RUNTIME_KEY].finished_timers()
+    out += await request.app[RUNTIME_KEY].run_due()
     return web.json_response({"announcements": out})
 
 
@@ -238,7 +239,7 @@ async def serve(cfg: Config) -> None:
                                        if timer_in is not None else tick)
             except asyncio.TimeoutError:
                 pass
-            for text in rt.finished_timers():
+            for text in rt.finished_timers() + await rt.run_due():
                 log.info("a timer finished (announced on /v1/announcements)")
                 log.debug("timer finished: %s", text)   # its name came from the user
                 app[ANNOUNCE_KEY].append(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .clock import SYSTEM_CLOCK, Clock
 from .config import Config
@@ -100,6 +100,7 @@ class Runtime:
     metrics: Metrics
     pipeline: Pipeline
     accel: Accelerator | None = None     # where the small models run (gpu/); None = CPU
+    due: list[str] = field(default_factory=list)   # commands whose timers rang, not yet run
 
     @classmethod
     def build(cls, cfg: Config, clock: Clock = SYSTEM_CLOCK) -> Runtime:
@@ -148,14 +149,37 @@ class Runtime:
                  p.overhead_s * 1e3, p.per_token_s * 1e3)
 
     def finished_timers(self) -> list[str]:
-        """Spoken announcements of timers that finished since the last call."""
+        """Spoken announcements of timers that finished since the last call; a timer that
+        carries a command ("in 20 minutes turn off the fan") queues it for
+        :meth:`run_due` instead."""
         timers = self.stages.skills.timers
         if timers is None:
             return []
-        done = [f"{t.label()[0].upper()}{t.label()[1:]} is done." for t in timers.pop_finished()]
-        for _ in done:
+        done = []
+        for t in timers.pop_finished():
             self.metrics.timers_finished.inc()
+            if t.command:
+                self.due.append(t.command)
+            else:
+                done.append(f"{t.label()[0].upper()}{t.label()[1:]} is done.")
         return done
+
+    async def run_due(self) -> list[str]:
+        """Run the commands whose timers rang (as if said now) and return what to announce:
+        the skill's answer, or that it could not be done; never an LLM's answer (that would
+        be a claim of an action nobody took)."""
+        out = []
+        while self.due:
+            command = self.due.pop(0)
+            try:
+                result = await self.pipeline.ask(command)
+            except EdgeError as exc:
+                log.warning("a delayed command failed: %s", exc.one_line())
+                out.append(f"It is time to {command}, but I could not do it.")
+                continue
+            out.append(result.answer if result.route == "skill" else
+                       f"It is time to {command}, but I could not do it.")
+        return out
 
     def next_timer_in_s(self) -> float | None:
         timers = self.stages.skills.timers

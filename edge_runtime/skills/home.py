@@ -42,11 +42,20 @@ def _say(value: float) -> str:
 Handler = Callable[[dict[str, Any]], str]
 
 
+def _announce(slots: dict[str, Any]) -> str:
+    message = str(slots.get("message") or "").strip()
+    if not message:
+        raise SkillInputError("What should I announce?")
+    return f"Announcement: {message}"
+
+
 def common_handlers(timers: HomeTimers) -> dict[str, Handler]:
     """The intents every home backend answers the same way: weather (no source), "never
-    mind" and the timer adjustments (timers live on the device, not in the home)."""
+    mind", an announcement (said aloud here, the device's own speaker: no other speakers
+    are reached) and the timer adjustments (timers live on the device, not in the home)."""
     return {
         "HassGetWeather": lambda s: NO_WEATHER,
+        "HassBroadcast": _announce,
         "HassNevermind": lambda s: "Okay.",
         "HassIncreaseTimer": lambda s: timers.adjust(s, +1),
         "HassDecreaseTimer": lambda s: timers.adjust(s, -1),

@@ -42,6 +42,7 @@ class Timer:
     duration_s: float
     started: float            # clock.monotonic() at creation
     name: str | None = None
+    command: str | None = None    # said again when it rings ("in 20 minutes turn off ...")
 
     @property
     def ends(self) -> float:
@@ -75,14 +76,17 @@ class TimerStore:
                 self._finished.append(timer)
                 log.info("timer %d finished", timer.id)
 
-    def add(self, duration_s: float, name: str | None = None) -> Timer:
-        """Start a timer of ``duration_s`` seconds; ``TimerLimitError`` when full."""
+    def add(self, duration_s: float, name: str | None = None,
+            command: str | None = None) -> Timer:
+        """Start a timer of ``duration_s`` seconds (that runs ``command`` when it rings);
+        ``TimerLimitError`` when full."""
         with self._lock:
             self._expire()
             if len(self._timers) >= self.max_timers:
                 raise TimerLimitError(f"You already have {len(self._timers)} timers running, the "
                                       "most I can keep. Cancel one first.")
-            timer = Timer(next(self._ids), float(duration_s), self.clock.monotonic(), name)
+            timer = Timer(next(self._ids), float(duration_s), self.clock.monotonic(), name,
+                          command)
             self._timers[timer.id] = timer
             return timer
 
@@ -168,9 +172,11 @@ class TimerSkill:
             raise SkillInputError(f"I can set timers from 1 second to 24 hours, not "
                                   f"{say_duration(seconds)}.")
         try:
-            timer = self.store.add(seconds, slots.get("timer_name"))
+            timer = self.store.add(seconds, slots.get("timer_name"), slots.get("command"))
         except TimerLimitError as exc:
             return exc.message
+        if timer.command:
+            return f"In {say_duration(seconds)}, I will {timer.command}."
         what = f"{timer.name.capitalize()} timer" if timer.name else "Timer"
         if ends_at:
             return f"{what} set for {ends_at}, {say_duration(seconds)} from now."

@@ -105,7 +105,8 @@ async def _text_loop(service: VoiceService, player) -> int:
     session = f"chat-{uuid.uuid4().hex[:12]}"      # one conversation: follow-ups see context
     while True:
         line = await loop.run_in_executor(None, _prompt)
-        for announcement in service.runtime.finished_timers():   # timers that rang meanwhile
+        rang = service.runtime.finished_timers() + await service.runtime.run_due()
+        for announcement in rang:                       # timers that rang meanwhile
             _print(f"bot> {announcement}")
         if line is None or line.strip() in ("/quit", "/exit"):
             return 0

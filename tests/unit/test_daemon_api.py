@@ -106,6 +106,33 @@ async def test_finished_timers_are_announced_once(tmp_path):
         await c.close()
 
 
+async def test_a_timer_that_carries_a_command_runs_it_when_it_rings():
+    from edge_runtime.clock import FakeClock
+    from edge_runtime.skills import SkillRegistry
+    from edge_runtime.types import Intent
+    c = await _client()
+    try:
+        rt = c.server.app[RUNTIME_KEY]
+        clock = FakeClock()
+        rt.stages.skills = SkillRegistry.from_config(rt.cfg.skills, clock)
+        timer = rt.stages.skills.get("timer")
+        said = timer.handle(Intent("timer_set", 1.0, {"duration_s": 1200.0,
+                                                      "command": "what time is it"}), "")
+        assert said == "In 20 minutes, I will what time is it."
+        timer.handle(Intent("timer_set", 1.0, {"duration_s": 1300.0,
+                                               "command": "zzkq blorp the frobnicator"}), "")
+        clock.advance(1301)
+        body = await (await c.get("/v1/announcements")).json()
+        first, second = body["announcements"]
+        assert "is done" not in first and first == (
+            await rt.pipeline.ask("what time is it")).answer     # the skill's own answer
+        # not understood when it rang: said so, never an LLM's made-up claim
+        assert second == "It is time to zzkq blorp the frobnicator, but I could not do it."
+        assert (await (await c.get("/v1/announcements")).json())["announcements"] == []
+    finally:
+        await c.close()
+
+
 async def test_overload_is_refused_at_once_with_retry_after_and_skills_still_answer():
     import asyncio
     import threading

@@ -1085,3 +1085,41 @@ def test_irish_and_kiwi_turns_of_phrase_a_list_item_and_a_cover_not_there(model:
         assert not flat.parse(heard).accepted, heard
     assert flat.parse("set the living room color temperature to 4000 kelvin").intent == \
         "HassLightSet"
+
+
+def test_a_command_put_off_an_announcement_a_muted_room_and_a_device_called_by_its_kind(
+        model: HomeModel) -> None:
+    # "in 20 minutes turn off ...": a timer that carries the command, not the command now
+    p = model.parse("in 20 minutes turn off the sofa lamp")
+    assert (p.intent, p.slots, p.accepted) == (
+        "HassStartTimer", {"minutes": 20, "conversation_command": "turn off the sofa lamp"}, True)
+    p = model.parse("turn off the sofa lamp in an hour and a half")
+    assert p.slots == {"hours": 1, "minutes": 30, "conversation_command": "turn off the sofa lamp"}
+    assert model.parse("turn off the lights in the kitchen").intent == "HassTurnOff"
+    assert "conversation_command" not in model.parse("remind me in 5 minutes").slots
+    # an announcement says its message, even with a time in it
+    p = model.parse("announce that we're leaving in five minutes")
+    assert (p.intent, p.slots, p.accepted) == (
+        "HassBroadcast", {"message": "we're leaving in five minutes"}, True)
+    assert model.parse("broadcast dinner is ready").slots == {"message": "dinner is ready"}
+    p = model.parse("broadcast")
+    assert (p.intent, p.accepted, p.missing) == ("HassBroadcast", False, ("message",))
+    # Home Assistant's mute takes an area the templates never say
+    p = model.parse("mute the music in the kitchen")
+    assert (p.intent, p.slots) == ("HassMediaPlayerMute", {"area": "kitchen"})
+    # a thermostat called Aircon is that device, not "air conditioning" in general
+    home = model.with_lists(HomeLists(("kitchen", "bedroom"), (),
+                                      {"aircon": "climate", "geyser": "switch",
+                                       "braai list": "todo"}))
+    p = home.parse("set the aircon to 22 degrees")
+    assert (p.intent, p.slots) == ("HassClimateSetTemperature", {"temperature": 22, "name": "aircon"})
+    # a number after "on": a setting (asked back or set), never just switched on
+    p = home.parse("put the aircon on eighteen")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    # no list named from a word that only sounds like it ("burst last": not the braai list)
+    assert not home.parse("our geyser burst last winter").accepted
+    # "songs" said in the search is what kind of music, not one track
+    p = model.parse("play some jazz songs on the kitchen radio")
+    assert p.intent == "HassMediaSearchAndPlay" and "media_class" not in p.slots
+    p = model.parse("put on the playlist road trip")
+    assert (p.slots.get("media_class"), p.slots.get("search_query")) == ("playlist", "road trip")

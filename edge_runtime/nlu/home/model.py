@@ -30,8 +30,8 @@ from ..text import normalize_text
 from .free_text import (PARTICLES, WildText, ends_in_list, listed_item, timer_named,
                         timer_named_first)
 from .lists import ENTITY_SLOTS, ROOM_WORDS, HomeLists, Match
-from .reading import (addressed, all_said, follows, halfway, left_as_is, named_once, particle,
-                      placed, put_on_player, run_on, spoken_units)
+from .reading import (addressed, all_said, announced, delayed, follows, halfway, left_as_is,
+                      named_once, particle, placed, put_on_player, run_on, spoken_units)
 from .words import (
     ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
     COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, KIND_WORDS,
@@ -124,7 +124,7 @@ REQUIRED = {"HassLightSet": ("brightness", "color", "temperature"),
             "HassSetVolume": ("volume_level",), "HassSetVolumeRelative": ("volume_step",),
             "HassSetPosition": ("position",), "HassClimateSetTemperature": ("temperature",),
             "HassFanSetSpeed": ("percentage",), "HassClimateSetFanMode": ("fan_mode",),
-            "HassMediaSearchAndPlay": ("search_query",),
+            "HassMediaSearchAndPlay": ("search_query",), "HassBroadcast": ("message",),
             "HassIncreaseTimer": ("hours", "minutes", "seconds"),
             "HassDecreaseTimer": ("hours", "minutes", "seconds"),
             "HassStartTimer": ("hours", "minutes", "seconds", "conversation_command"),
@@ -145,6 +145,14 @@ NEEDS_DOMAIN = {"HassVacuumStart": "vacuum", "HassVacuumReturnToBase": "vacuum",
                 "HassVacuumCleanArea": "vacuum", "HassLawnMowerStartMowing": "lawn_mower",
                 "HassLawnMowerDock": "lawn_mower", "HassClimateSetFanMode": "climate",
                 "HassFanSetSpeed": "fan"}
+# the kind of device an intent acts on, for a device named by the kind's own word ("set
+# the aircon to 22" in a home whose thermostat is called Aircon)
+_DOMAIN_OF = {**NEEDS_DOMAIN, "HassClimateGetTemperature": "climate",
+              "HassClimateSetTemperature": "climate",
+              **{i: "media_player" for i in ("HassMediaPause", "HassMediaUnpause",
+                                             "HassMediaNext", "HassMediaPrevious",
+                                             "HassSetVolume", "HassSetVolumeRelative",
+                                             "HassMediaPlayerMute", "HassMediaPlayerUnmute")}}
 # actions on every device of a domain when they name no device, area or floor: Home
 # Assistant takes them only with "all" or "everywhere" wording ("turn off all the lights");
 # "turn on the lights" needs the speaker's area, which we do not know: asked back
@@ -187,6 +195,12 @@ _KINDS_SAID = MEDIA_ITEMS | frozenset(("artist", "artists", "band", "album", "al
 _KIND_SAID_AS = {"track": ("song", "tune"), "artist": ("band", "singer"), "album": ("record",),
                  "tv_show": ("show", "series"), "movie": ("film",)}
 # timer actions that, without the word, could as well be the music's ("pause this")
+# the kind of media said before its name ("the album x")
+_CLASS_WORDS = {"playlist": "playlist", "album": "album", "song": "track", "track": "track",
+                "podcast": "podcast", "artist": "artist"}
+_TO_LIST = frozenset(("add", "put", "remove", "tick", "cross", "mark", "delete", "take", "check",
+                      "stick", "to", "on", "from", "in", "off"))
+_ANNOUNCING = frozenset(("announce", "broadcast", "tell", "say", "remind"))
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
 # intents that only answer or do nothing; every other home intent acts on the home
@@ -276,6 +290,8 @@ class HomeModel:
         self._players = {tuple(normalize_text(name).split()): name
                          for name, domain in lists.names.items() if domain == "media_player"}
         self._player_words = frozenset(w for words in self._players for w in words)
+        self._name_words = frozenset(w for name in lists.names
+                                     for w in normalize_text(name).split())
 
     @property
     def intents(self) -> list[str]:
@@ -309,6 +325,20 @@ class HomeModel:
         if corrected is None:              # corrected to something not heard: asked back
             return replace(self._parse(bare), accepted=False, missing=("name",))
         text = corrected
+        said = normalize_text(text).split()
+        if leading_word(said) in ("announce", "broadcast"):
+            # "announce that the all hands starts in five minutes": what it says, now
+            whole = self._parse(text)
+            if whole.intent == "HassBroadcast":
+                return whole
+            message = announced(said)
+            return HomeParse("HassBroadcast", whole.confidence,
+                             {"message": message} if message else {}, accepted=bool(message),
+                             missing=() if message else ("message",), runner_up=whole.intent)
+        later = delayed(said)
+        put_off = self._put_off(*later) if later else None
+        if put_off is not None:
+            return put_off
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
         if len(clauses) > 1 and normalize_text(clauses[0]) in _ALONE:
             # "Add, take the bins out to Chores": a verb heard with a pause after it
@@ -361,8 +391,10 @@ class HomeModel:
                 or last.confidence > whole.confidence) and not (
                 whole.accepted and whole.intent == last.intent and
                 set(whole.slots) - set(last.slots) - set(ENTITY_SLOTS) and
-                set(whole.slots) > set(last.slots)):
-            # (not "timer for 2 minutes, 30 seconds": the whole says more of the same)
+                set(whole.slots) > set(last.slots) and
+                leading_word(said_last) not in COMMAND_VERBS):
+            # (not "timer for 2 minutes, 30 seconds": the whole says more of the same; but
+            # "the call is booked for an hour, set a timer for 55 minutes": the request's)
             return last
         if not (whole.accepted and is_action(whole.intent)) and \
                 not asked(text, normalize_text(text).split()):
@@ -371,10 +403,29 @@ class HomeModel:
             # (or that names a device, then which way: "roller blinds down, the sun's ...")
             said = normalize_text(clauses[0]).split()
             first = self._parse(clauses[0])
-            if said and (said[0] in COMMAND_VERBS or said[-1] in TURNED | OPENING | CLOSING) \
+            if said and (said[0] in COMMAND_VERBS | {"keep"} or
+                         said[-1] in TURNED | OPENING | CLOSING) \
                     and first.accepted and is_action(first.intent):
                 return first
         return whole
+
+    def _put_off(self, command: list[str], span: list[str]) -> HomeParse | None:
+        """A command put off for ``span`` ("in 20 minutes turn off the light strip"): a
+        timer that carries it (Home Assistant's ``conversation_command``), when the command
+        alone is an action done on its own and the span is a timer's; else None."""
+        if command[0] in _ANNOUNCING:
+            return None    # ("announce that we're leaving in five minutes": what it says)
+        now = self._parse(" ".join(command))
+        if not (now.accepted and is_action(now.intent)) or now.intent in TIMER_INTENTS or \
+                now.intent == "HassBroadcast" or REQUIRED.get(now.intent) == ("item",):
+            return None
+        timer = self._parse("set a timer for " + " ".join(span))
+        lasts = {k: v for k, v in timer.slots.items() if k in ("hours", "minutes", "seconds")}
+        if timer.intent != "HassStartTimer" or not timer.accepted or not lasts:
+            return None
+        return HomeParse("HassStartTimer", min(now.confidence, timer.confidence),
+                         {**lasts, "conversation_command": " ".join(command)}, accepted=True,
+                         runner_up=now.intent)
 
     def _tag_asked(self, said: str) -> str | None:
         """A statement asked by its tag ("the pleated blinds are down, aren't they?", "I
@@ -486,17 +537,20 @@ class HomeModel:
         words = heard = normalize_text(text).split()
         if not words:
             return HomeParse(OTHER, 1.0)
-        words = said_plainly(words)
+        words = said_plainly(words, self._name_words)
         if self.repair:
             repaired = self.lists.repair(repair_commands(words), self._known)
-            # ("play fair city on the telly" is no request for the Fairy Lights)
-            if leading_word(words) != "play" or repaired == words:
+            before = self.lists.matches(words) if repaired != words else []
+            new = [m for m in self.lists.matches(repaired) if m not in before] \
+                if repaired != words else []
+            # ("play fair city on the telly" is no request for the Fairy Lights; "our geyser
+            # burst last winter" none for the Braai List: a list is named after a word that
+            # puts something on it or takes it off)
+            if not (leading_word(words) == "play" and
+                    any(m.domain != "media_player" for m in new)) and \
+                    not any(m.domain == "todo" and not set(repaired[:m.start]) & _TO_LIST
+                            for m in new):
                 words = repaired
-            else:
-                before = self.lists.matches(words)
-                if all(m.domain == "media_player" for m in self.lists.matches(repaired)
-                       if m not in before):
-                    words = repaired
         words = self.lists.reordered(words)
         options: list[list[Match]] = [named_once(self.lists.matches(words))]
         if (passed := addressed(words, options[0])) is not words:
@@ -539,6 +593,13 @@ class HomeModel:
         label = self.classifier.labels[max(rows, key=lambda i: probs[i])]
         slots = self._slots(intent, label, text, [m for m in found if not run_on(m, found, words)],
                             masked)
+        if found is not options[0] and not set(slots) & set(ENTITY_SLOTS):
+            # read without the names that are everyday words, but one of them is a device of
+            # the kind the intent acts on: that device ("what is the aircon showing": Aircon)
+            kin = [m for m in options[0] if m.slot == "name" and m not in found and
+                   m.domain == _DOMAIN_OF.get(intent)]
+            if len(kin) == 1:
+                slots["name"] = kin[0].value
         if intent in _OWN_NAMES and found and not set(slots) & {"name", "area", "floor"}:
             # "set a laundry timer": a timer named like one of the home's areas or devices
             # (where the intent takes no area: "cancel the kitchen timer" is the kitchen's)
@@ -609,7 +670,7 @@ class HomeModel:
                 not set(slots) & {"name", "device_class"} and not set(masked) & COVER_WORDS:
             missing = ("name",)      # "open the skylight in the bunk room": no such cover
         if not missing and slots.get("domain") == "light" and "name" not in slots and \
-                set(masked) & (NOT_LIGHTS | _HEATING) and \
+                set(masked) & (NOT_LIGHTS | _HEATING | COVER_WORDS) and \
                 not set(masked) & (LIGHT_WORDS | _SEEING):
             missing = ("name",)      # "turn on the dehumidifier in the loft": no such here
         if not missing and intent in KIND_WORDS and "name" not in slots and \
@@ -623,6 +684,10 @@ class HomeModel:
         if not missing and intent in WHOLE_DOMAIN and \
                 not set(slots) & {*ENTITY_SLOTS, "domain", "device_class"}:
             missing = ("name",)
+        if not missing and intent in ("HassTurnOn", "HassTurnOff") and any(
+                w in ("on", "to") and said_number(n)
+                for w, n in zip(masked, masked[1:], strict=False)):
+            missing = ("name",)      # "put the aircon on eighteen": a setting, not just on
         if not missing and intent in _SAY_TIMER and not set(masked) & _TIMER_WORDS:
             missing = ("timer",)       # "pause this": the music, or a timer?
         return HomeParse(intent, confidence, slots,
@@ -883,6 +948,16 @@ class HomeModel:
                 start = int(len(query) > 2 and query[0] in DETERMINERS)
                 slots["search_query"] = " ".join(query[start:-1])
         query = str(slots.get("search_query", "")).split()
+        if slots.get("media_class") == "track" and len(query) > 1 and \
+                query[-1] in ("songs", "tracks", "tunes"):
+            del slots["media_class"]       # "play old hindi songs": what kind, not one track
+        at = int(query[:1] != [] and query[0] in DETERMINERS)
+        if len(query) > at + 1 and query[at] in _CLASS_WORDS and "media_class" in allowed \
+                and "media_class" not in slots:
+            # "put on the playlist national day songs": a playlist, called so
+            slots["media_class"] = _CLASS_WORDS[query[at]]
+            slots["search_query"] = " ".join(query[at + 1:])
+            query = query[at + 1:]
         if len(query) > 1 and query[-1] in PARTICLES and follows(masked, [*query, "on"]):
             slots["search_query"] = " ".join(query[:-1])   # "put on classic rock out on ..."
         if intent in TIMER_INTENTS and "timer" in masked and any(
@@ -915,6 +990,15 @@ class HomeModel:
             named = timer_named_first(masked)     # "bread timer 40 minutes"
             if named:
                 slots["name"] = named
+        if intent == "HassBroadcast" and not slots.get("message"):
+            as_said = normalize_text(text).split()
+            message = announced(as_said)
+            typed_words = text.split()       # as typed, when word for word ("we're")
+            if message and len(typed_words) == len(as_said):
+                message = " ".join(typed_words[len(as_said) - len(message.split()):])
+                message = message.rstrip(".!?,;") or message
+            if message:
+                slots["message"] = message
         item = str(slots.get("item", "")).split()
         if len(item) == 1 and (said_number(item[0]) or item[0] in NO_ITEM):
             del slots["item"]      # "check no off the list", "check off 10": misheard

@@ -1,13 +1,13 @@
 """How a home request's words read, before and after its names are masked (``@name
 @light``): the verb's own particle, a cover's halfway, an area that begins the next
 sentence, "all" of a kind, a show put on a player, an "on" that says where, a command
-passed on to a device. Pure functions over normalized words; ``model.HomeModel`` applies
-them."""
+passed on to a device, a command put off for a while, what an announcement says. Pure
+functions over normalized words; ``model.HomeModel`` applies them."""
 from __future__ import annotations
 
 from .lists import Match
 from .words import (AS_IT_IS, BEFORE_REQUEST, COMMAND_VERBS, DETERMINERS, DEVICE_WORDS,
-                    LIGHT_WORDS, leading_word)
+                    LIGHT_WORDS, leading_word, said_number)
 
 _TIME_UNITS = frozenset(("hour", "minute", "second"))
 # what asks for every device of a kind ("turn off all the lights", "the whole house")
@@ -23,18 +23,85 @@ _QUARTERS = {("a", "quarter", "of", "an", "hour"): ["15", "minutes"],
 
 def spoken_units(words: list[str]) -> list[str]:
     """ "an hour" -> "1 hour", "a minute and a half" -> "1 minute and a half", "a quarter of
-    an hour" -> "15 minutes", "an hour and a quarter" -> "1 hour and 15 minutes"."""
+    an hour" -> "15 minutes", "an hour and a quarter" -> "1 hour and 15 minutes", "an hour and
+    a half" -> "1 hour and 30 minutes"."""
     for said, meant in _QUARTERS.items():
         n = len(said)
         at = next((i for i in range(len(words) - n + 1) if tuple(words[i:i + n]) == said), None)
         if at is not None and (said[0] != "and" or "hour" in words[:at]):
             words = [*words[:at], *meant, *words[at + n:]]
+    for i in range(len(words) - 3):     # "an hour and a half": 1 hour and 30 minutes
+        if words[i].rstrip("s") in ("hour", "minute") and \
+                words[i + 1:i + 4] == ["and", "a", "half"]:
+            half = ["30", "minutes" if words[i].startswith("hour") else "seconds"]
+            words = [*words[:i + 2], *half, *words[i + 4:]]
+            break
     out = list(words)
     for i in range(len(out) - 1):
         if out[i] in ("a", "an") and out[i + 1].rstrip("s") in _TIME_UNITS and \
                 (i == 0 or out[i - 1] not in ("and", "half")):
             out[i] = "1"
     return out
+
+
+# what a span of time is said with after "in"/"after" ("in an hour and a half")
+_SPAN_WORDS = frozenset(("a", "an", "half", "quarter", "quarters", "of", "and"))
+_UNIT_FORMS = frozenset(("hour", "hours", "hr", "hrs", "minute", "minutes", "min", "mins",
+                         "second", "seconds", "sec", "secs"))
+_SPAN_AFTER = (("and", "a", "half"), ("time",), ("from", "now"))
+
+
+def _span(words: list[str], at: int) -> int:
+    """The end of a span of time said from ``words[at]`` ("20 minutes", "half an hour",
+    "an hour and a half", "ten minutes' time"), or ``at`` when there is none."""
+    end, i, counted = at, at, False
+    while i < len(words) and (words[i] in _SPAN_WORDS or said_number(words[i]) or
+                              words[i] in _UNIT_FORMS):
+        counted = counted or said_number(words[i]) or words[i] in ("a", "an", "half")
+        i += 1
+        if words[i - 1] in _UNIT_FORMS and counted:
+            end = i + (words[i:i + 1] == ["s"])      # (the templates' "minute[s]")
+    for after in _SPAN_AFTER:
+        if end > at and tuple(words[end:end + len(after)]) == after:
+            end += len(after)
+    return end
+
+
+def delayed(words: list[str]) -> tuple[list[str], list[str]] | None:
+    """A command put off for a while, as (command, span): "in 20 minutes turn off the
+    light strip", "switch off the geyser in fifteen minutes" (Home Assistant's HassStartTimer
+    with a ``conversation_command``); None when the words say no such thing."""
+    if len(words) > 3 and words[0] in ("in", "after"):
+        end = _span(words, 1)
+        rest = words[end + (end < len(words) and words[end] in ("then", "please")):]
+        if end > 1 and len(rest) > 1:
+            return rest, words[1:end]
+    for i in range(len(words) - 2, 1, -1):
+        if words[i] in ("in", "after") and _span(words, i + 1) == len(words):
+            return words[:i], words[i + 1:]
+    return None
+
+
+_ANNOUNCING = frozenset(("announce", "broadcast", "tell", "say"))
+_TO_ALL = (("to", "the", "whole", "house"), ("to", "the", "house"), ("to", "everyone"),
+           ("to", "everybody"), ("everyone",), ("everybody",), ("everywhere",),
+           ("on", "all", "the", "speakers"), ("on", "the", "speakers"), ("that",))
+
+
+def announced(words: list[str]) -> str:
+    """What an announcement says: the words after "broadcast"/"announce"/"tell everyone"
+    and who it is for ("announce that dinner is ready" -> "dinner is ready"); "" if none."""
+    at = next((i for i, w in enumerate(words) if w in _ANNOUNCING), None)
+    if at is None:
+        return ""
+    rest = words[at + 1:]
+    cut = True
+    while cut:
+        cut = False
+        for lead in _TO_ALL:
+            if tuple(rest[:len(lead)]) == lead and len(rest) > len(lead):
+                rest, cut = rest[len(lead):], True
+    return " ".join(rest)
 
 
 def particle(masked: list[str]) -> str:

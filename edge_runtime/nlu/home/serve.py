@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ...config import NluConfig
 from ...types import Intent
 from ..base import IntentSpec
+from ..hass_model import bridge
 from ..language import other_language
 from .lists import HomeLists
 from .model import HOME_FILE, HOME_FORMAT, OTHER, HomeModel, doubted
@@ -157,6 +158,11 @@ class HomeUnderstanding:
         if other is not None:
             return other
         hp = self.model.parse(text)
+        if hp.accepted and hp.intent == "HassStartTimer" and "conversation_command" in hp.slots:
+            # "in 20 minutes turn off the fan": a timer that says the command when it rings
+            name, slots = bridge(hp.intent, hp.slots)
+            return Intent(name, hp.confidence,
+                          {**slots, "command": hp.slots["conversation_command"]})
         if hp.intent == OTHER or hp.intent in BUILTIN:
             return None
         doubt = doubted(hp, unsure) if hp.accepted else []

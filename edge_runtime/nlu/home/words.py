@@ -119,7 +119,7 @@ _SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|"
                      r"[,;.!][^,;.!]*\b(?:can|should|may)\s+(?:stay|wait|keep\s+going|carry\s+on)"
                      r"\b[^,;.!]*[.!]?$|"
                      r"[,;.!][^,;.!]*(?:'s|\s+is|\s+are)\s+(?:fine|ok|okay|alright)\b[^,;.!]*[.!]?$|"
-                     r"\s+but\s+(?:leave|keep)\s+[^,;.!]*[.!]?$", re.I)
+                     r"\s+but\s+(?:leave|keep|not\s+(?:the|my|our|any))\s+[^,;.!]*[.!]?$", re.I)
 _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$|"
                            r"\s+while\s+(?:we|i|you|he|she|they)(?:'re|'m|\s+are|\s+am)?\s.*$|"
                            r"\s+so\s+(?:that\s+)?(?:the\s+\w+|we|i|you|he|she|they|it)\s+"
@@ -192,13 +192,14 @@ def told(masked: list[str]) -> bool:
     said = [w for w in masked if w not in _ADVERBS]          # "i just turned ..."
     first, then = (said + ["", ""])[:2]
     return first in ("i", "we") and then in TOLD or (first, then) == ("remind", "me") or \
+        first in ("i", "ill", "im", "we", "well") and bool({"myself", "ourselves"} & set(said)) or \
         bool(PAST.intersection(masked)) or _said_of(masked) or _done_before(masked)
 
 
 _ADVERBS = frozenset(("just", "also", "actually", "literally", "only", "finally", "already"))
 # what a device named first does or did: "the lamp flickered", "the fan makes a noise"
 _DOES = frozenset(("make", "makes", "made", "look", "looks", "keeps", "kept", "smells", "sounds",
-                   "needs", "seems", "got", "broke", "had"))
+                   "needs", "seems", "got", "broke", "had", "burst", "blew", "died", "fell"))
 
 
 def _said_of(masked: list[str]) -> bool:
@@ -234,7 +235,9 @@ _HAPPENS = frozenset(("sticks", "squeaks", "rattles", "leaks", "beeps", "flicker
                       "hums", "works", "breaks", "jams", "drips", "clicks", "wobbles", "stinks"))
 # a time that has passed: "we put the tree up this afternoon", "ella left the lamp on all night"
 _WHEN_PAST = {("this", "morning"), ("this", "afternoon"), ("last", "night"), ("last", "week"),
-              ("all", "night"), ("all", "day")}
+              ("all", "night"), ("all", "day"), ("all", "afternoon"), ("all", "evening"),
+              ("all", "weekend"), ("last", "winter"), ("last", "summer"), ("last", "year"),
+              ("last", "month")}
 # someone, then what they did: "before we came through"
 _PEOPLE = frozenset(("i", "we", "you", "he", "she", "they"))
 _DID = frozenset(("came", "got", "went", "left", "did", "had", "forgot", "arrived"))
@@ -349,14 +352,15 @@ _SAID_AS = {"aircon": ("air", "conditioning"), "airconditioning": ("air", "condi
             "secs": ("seconds",), "hrs": ("hours",)}
 
 
-def said_plainly(words: list[str]) -> list[str]:
+def said_plainly(words: list[str], names: frozenset[str] = frozenset()) -> list[str]:
     """``words`` with a compound the model never saw said as the words it did ("68 degrees
-    fahrenheit": "68 degrees")."""
-    if not any(w in _SAID_AS for w in words):
+    fahrenheit": "68 degrees"), but not a word of the home's ``names`` (a thermostat
+    called Aircon)."""
+    if not any(w in _SAID_AS and w not in names for w in words):
         return words
     out: list[str] = []
     for w in words:
-        plain = _SAID_AS.get(w, (w,))
+        plain = (w,) if w in names else _SAID_AS.get(w, (w,))
         if plain == ("degrees",) and out[-1:] == ["degrees"]:
             continue
         out.extend(plain)

@@ -66,6 +66,10 @@ READ_ONLY_MAX_WRONG = 0.03
 _WEATHER_WORDS = frozenset(("weather", "forecast", "rain", "snow", "sunny", "umbrella"))
 
 
+# intents whose Home Assistant spec takes an area the pinned templates never say (every
+# other media intent's templates do)
+_AREA_TOO = ("HassMediaPlayerMute", "HassMediaPlayerUnmute")
+
 def _home_request(words: list[str]) -> bool:
     return bool(_WEATHER_WORDS.intersection(words)) or bool(words) and (
         words[0] == "play" or words[0] in ("add", "put") and "list" in words)
@@ -232,6 +236,9 @@ def _write(out: Path, classifier, filler, rows: list[Sentence], home: HomeLists,
         intent_slots[split_label(r.label)[0]].update(r.slots)
         label_slots[r.label].update(r.slots)
         vocab.update(w for w in r.masked if not w.startswith("@"))
+    for intent in _AREA_TOO:        # ("mute the music in the kitchen": the kitchen's player)
+        intent_slots[intent].add("area")
+        label_slots[intent].add("area")
     # the words of every training sentence: hand-written phrasings, the rewrites, other intents
     extra = [words for words, _ in _extra_rows()] + _other_rows(home)
     vocab.update(w for words in extra for w in words if not w.startswith("@"))
