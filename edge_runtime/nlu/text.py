@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _APOSTROPHES = re.compile(r"['\u2019\u2018`\u02bc]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
@@ -34,6 +35,7 @@ _STRAY_DOT = re.compile(r"(?<!\d)[.:]|[.:](?!\d)")
 _SPACES = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=1024)      # a parse normalizes the same clauses several times
 def normalize_text(text: str) -> str:
     """Return the normalized, spoken-style form of ``text`` (may be ``""`` for
     emoji/punctuation)."""
