@@ -30,8 +30,9 @@ from ..text import normalize_text
 from .free_text import (PARTICLES, WildText, ends_in_list, listed_item, timer_named,
                         timer_named_first)
 from .lists import ENTITY_SLOTS, ROOM_WORDS, HomeLists, Match
-from .reading import (addressed, all_said, announced, delayed, follows, halfway, left_as_is,
-                      named_once, particle, placed, put_on_player, run_on, spoken_units)
+from .reading import (ANNOUNCING, addressed, all_said, announced, delayed, follows, halfway,
+                      left_as_is, named_once, particle, placed, put_on_player, run_on,
+                      spoken_units)
 from .words import (
     ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
     COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, KIND_WORDS,
@@ -194,13 +195,15 @@ _KINDS_SAID = MEDIA_ITEMS | frozenset(("artist", "artists", "band", "album", "al
 # a media class said in another word ("play the song september": a track)
 _KIND_SAID_AS = {"track": ("song", "tune"), "artist": ("band", "singer"), "album": ("record",),
                  "tv_show": ("show", "series"), "movie": ("film",)}
-# timer actions that, without the word, could as well be the music's ("pause this")
 # the kind of media said before its name ("the album x")
 _CLASS_WORDS = {"playlist": "playlist", "album": "album", "song": "track", "track": "track",
                 "podcast": "podcast", "artist": "artist"}
+# what comes before a list's name in a request that puts something on it or takes it off
 _TO_LIST = frozenset(("add", "put", "remove", "tick", "cross", "mark", "delete", "take", "check",
                       "stick", "to", "on", "from", "in", "off"))
-_ANNOUNCING = frozenset(("announce", "broadcast", "tell", "say", "remind"))
+# what is said, not done, later ("remind me in 5 minutes", "announce that ... in 5 minutes")
+_SAID_LATER = ANNOUNCING | {"remind"}
+# timer actions that, without the word, could as well be the music's ("pause this")
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
 # intents that only answer or do nothing; every other home intent acts on the home
@@ -413,7 +416,7 @@ class HomeModel:
         """A command put off for ``span`` ("in 20 minutes turn off the light strip"): a
         timer that carries it (Home Assistant's ``conversation_command``), when the command
         alone is an action done on its own and the span is a timer's; else None."""
-        if command[0] in _ANNOUNCING:
+        if command[0] in _SAID_LATER:
             return None    # ("announce that we're leaving in five minutes": what it says)
         now = self._parse(" ".join(command))
         if not (now.accepted and is_action(now.intent)) or now.intent in TIMER_INTENTS or \

@@ -82,7 +82,8 @@ def delayed(words: list[str]) -> tuple[list[str], list[str]] | None:
     return None
 
 
-_ANNOUNCING = frozenset(("announce", "broadcast", "tell", "say"))
+# the verbs of an announcement ("announce that ...", "tell everyone ...")
+ANNOUNCING = frozenset(("announce", "broadcast", "tell", "say"))
 _TO_ALL = (("to", "the", "whole", "house"), ("to", "the", "house"), ("to", "everyone"),
            ("to", "everybody"), ("everyone",), ("everybody",), ("everywhere",),
            ("on", "all", "the", "speakers"), ("on", "the", "speakers"), ("that",))
@@ -91,7 +92,7 @@ _TO_ALL = (("to", "the", "whole", "house"), ("to", "the", "house"), ("to", "ever
 def announced(words: list[str]) -> str:
     """What an announcement says: the words after "broadcast"/"announce"/"tell everyone"
     and who it is for ("announce that dinner is ready" -> "dinner is ready"); "" if none."""
-    at = next((i for i, w in enumerate(words) if w in _ANNOUNCING), None)
+    at = next((i for i, w in enumerate(words) if w in ANNOUNCING), None)
     if at is None:
         return ""
     rest = words[at + 1:]

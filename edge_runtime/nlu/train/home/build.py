@@ -70,6 +70,7 @@ _WEATHER_WORDS = frozenset(("weather", "forecast", "rain", "snow", "sunny", "umb
 # other media intent's templates do)
 _AREA_TOO = ("HassMediaPlayerMute", "HassMediaPlayerUnmute")
 
+
 def _home_request(words: list[str]) -> bool:
     return bool(_WEATHER_WORDS.intersection(words)) or bool(words) and (
         words[0] == "play" or words[0] in ("add", "put") and "list" in words)
