@@ -1110,12 +1110,20 @@ def test_a_command_put_off_an_announcement_a_muted_room_and_a_device_called_by_i
     # a thermostat called Aircon is that device, not "air conditioning" in general
     home = model.with_lists(HomeLists(("kitchen", "bedroom"), (),
                                       {"aircon": "climate", "geyser": "switch",
-                                       "braai list": "todo"}))
+                                       "braai list": "todo", "awning": "cover"}))
     p = home.parse("set the aircon to 22 degrees")
     assert (p.intent, p.slots) == ("HassClimateSetTemperature", {"temperature": 22, "name": "aircon"})
     # a number after "on": a setting (asked back or set), never just switched on
     p = home.parse("put the aircon on eighteen")
     assert not (p.accepted and p.intent == "HassTurnOn")
+    # a timer named after its duration; a reason after the request ("so the wee one ...")
+    assert model.parse("set a timer for fifteen minutes and call it laundry").slots == {
+        "minutes": 15, "name": "laundry"}
+    assert model.parse("make the sofa lamp ten percent so the wee one can sleep").slots == {
+        "name": "sofa lamp", "brightness": 10}
+    # a command is no state question ("wind the awning in": asked back, never "is it open")
+    p = home.parse("wind the awning in")
+    assert not (p.accepted and p.intent == "HassGetState")
     # no list named from a word that only sounds like it ("burst last": not the braai list)
     assert not home.parse("our geyser burst last winter").accepted
     # "songs" said in the search is what kind of music, not one track

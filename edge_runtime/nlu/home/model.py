@@ -691,6 +691,9 @@ class HomeModel:
                 w in ("on", "to") and said_number(n)
                 for w, n in zip(masked, masked[1:], strict=False)):
             missing = ("name",)      # "put the aircon on eighteen": a setting, not just on
+        if not missing and intent == "HassGetState" and not question and \
+                leading_word(masked) in COMMAND_VERBS | {"wind", "roll", "bring", "pull"}:
+            missing = ("name",)      # "wind the awning in": a command, not a question
         if not missing and intent in _SAY_TIMER and not set(masked) & _TIMER_WORDS:
             missing = ("timer",)       # "pause this": the music, or a timer?
         return HomeParse(intent, confidence, slots,
@@ -989,6 +992,12 @@ class HomeModel:
             named = timer_named(masked)      # "pause the timer for the bread"
             if named:
                 slots["name"] = named
+        if intent == "HassStartTimer" and "name" not in slots:
+            call = next((i for i in range(len(masked) - 2) if masked[i] in ("call", "name") and
+                         masked[i + 1] == "it"), None)
+            called = masked[call + 2:] if call is not None else []
+            if called and not any(w.startswith("@") for w in called):
+                slots["name"] = " ".join(called)     # "... 15 minutes and call it laundry"
         if intent in TIMER_INTENTS and "name" not in slots and "name" in allowed and not found:
             named = timer_named_first(masked)     # "bread timer 40 minutes"
             if named:

@@ -122,7 +122,7 @@ _SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|"
                      r"\s+but\s+(?:leave|keep|not\s+(?:the|my|our|any))\s+[^,;.!]*[.!]?$", re.I)
 _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$|"
                            r"\s+while\s+(?:we|i|you|he|she|they)(?:'re|'m|\s+are|\s+am)?\s.*$|"
-                           r"\s+so\s+(?:that\s+)?(?:the\s+\w+|we|i|you|he|she|they|it)\s+"
+                           r"\s+so\s+(?:that\s+)?(?:the(?:\s+\w+){1,2}|we|i|you|he|she|they|it)\s+"
                            r"(?:can|could|will|won'?t|doesn'?t|don'?t|isn'?t|gets?)\s.*$",
                            re.I)       # ("... ten percent so the cat can get in")
 # hesitations before a request and thanks after it ("um yeah can you uh open the gate cheers")
