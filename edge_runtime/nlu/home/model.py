@@ -146,14 +146,6 @@ NEEDS_DOMAIN = {"HassVacuumStart": "vacuum", "HassVacuumReturnToBase": "vacuum",
                 "HassVacuumCleanArea": "vacuum", "HassLawnMowerStartMowing": "lawn_mower",
                 "HassLawnMowerDock": "lawn_mower", "HassClimateSetFanMode": "climate",
                 "HassFanSetSpeed": "fan"}
-# the kind of device an intent acts on, for a device named by the kind's own word ("set
-# the aircon to 22" in a home whose thermostat is called Aircon)
-_DOMAIN_OF = {**NEEDS_DOMAIN, "HassClimateGetTemperature": "climate",
-              "HassClimateSetTemperature": "climate",
-              **{i: "media_player" for i in ("HassMediaPause", "HassMediaUnpause",
-                                             "HassMediaNext", "HassMediaPrevious",
-                                             "HassSetVolume", "HassSetVolumeRelative",
-                                             "HassMediaPlayerMute", "HassMediaPlayerUnmute")}}
 # actions on every device of a domain when they name no device, area or floor: Home
 # Assistant takes them only with "all" or "everywhere" wording ("turn off all the lights");
 # "turn on the lights" needs the speaker's area, which we do not know: asked back
@@ -179,6 +171,11 @@ _INSTEAD = frozenset(("just", "only", "but", "instead"))
 _PLAYER_INTENTS = frozenset(("HassMediaPause", "HassMediaUnpause", "HassMediaNext",
                              "HassMediaPrevious", "HassSetVolume", "HassSetVolumeRelative",
                              "HassMediaPlayerMute", "HassMediaPlayerUnmute"))
+# the kind of device an intent acts on, for a device named by the kind's own word ("set
+# the aircon to 22" in a home whose thermostat is called Aircon)
+_DOMAIN_OF = {**NEEDS_DOMAIN, "HassClimateGetTemperature": "climate",
+              "HassClimateSetTemperature": "climate",
+              **{i: "media_player" for i in _PLAYER_INTENTS}}
 _PLAYED = (MEDIA_WORDS - {"volume", "sound"}) | MEDIA_ITEMS | {"@media_player", "telly",
                                                                 "television"}
 _NOT_PLAYED = LIGHT_WORDS | COVER_WORDS | (CLIMATE_WORDS - {"degrees"}) | {
@@ -334,7 +331,7 @@ class HomeModel:
             whole = self._parse(text)
             if whole.intent == "HassBroadcast":
                 return whole
-            message = announced(said)
+            message = self._message(text)
             return HomeParse("HassBroadcast", whole.confidence,
                              {"message": message} if message else {}, accepted=bool(message),
                              missing=() if message else ("message",), runner_up=whole.intent)
@@ -429,6 +426,17 @@ class HomeModel:
         return HomeParse("HassStartTimer", min(now.confidence, timer.confidence),
                          {**lasts, "conversation_command": " ".join(command)}, accepted=True,
                          runner_up=now.intent)
+
+    @staticmethod
+    def _message(text: str) -> str:
+        """What an announcement in ``text`` says (``reading.announced``), as typed when the
+        words are word for word ("we're leaving", not "were leaving"); "" if nothing."""
+        said = normalize_text(text).split()
+        message = announced(said)
+        typed = text.split()
+        if message and len(typed) == len(said):
+            message = " ".join(typed[len(said) - len(message.split()):]).rstrip(".!?,;") or message
+        return message
 
     def _tag_asked(self, said: str) -> str | None:
         """A statement asked by its tag ("the pleated blinds are down, aren't they?", "I
@@ -543,9 +551,10 @@ class HomeModel:
         words = said_plainly(words, self._name_words)
         if self.repair:
             repaired = self.lists.repair(repair_commands(words), self._known)
-            before = self.lists.matches(words) if repaired != words else []
-            new = [m for m in self.lists.matches(repaired) if m not in before] \
-                if repaired != words else []
+            new: list[Match] = []
+            if repaired != words:
+                before = self.lists.matches(words)
+                new = [m for m in self.lists.matches(repaired) if m not in before]
             # ("play fair city on the telly" is no request for the Fairy Lights; "our geyser
             # burst last winter" none for the Braai List: a list is named after a word that
             # puts something on it or takes it off)
@@ -1003,12 +1012,7 @@ class HomeModel:
             if named:
                 slots["name"] = named
         if intent == "HassBroadcast" and not slots.get("message"):
-            as_said = normalize_text(text).split()
-            message = announced(as_said)
-            typed_words = text.split()       # as typed, when word for word ("we're")
-            if message and len(typed_words) == len(as_said):
-                message = " ".join(typed_words[len(as_said) - len(message.split()):])
-                message = message.rstrip(".!?,;") or message
+            message = self._message(text)
             if message:
                 slots["message"] = message
         item = str(slots.get("item", "")).split()
