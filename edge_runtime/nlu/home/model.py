@@ -30,8 +30,8 @@ from ..text import normalize_text
 from .free_text import (PARTICLES, WildText, ends_in_list, listed_item, timer_named,
                         timer_named_first)
 from .lists import ENTITY_SLOTS, ROOM_WORDS, HomeLists, Match
-from .reading import (ANNOUNCING, addressed, all_said, announced, delayed, follows, halfway,
-                      left_as_is, named_once, particle, placed, put_on_player, run_on,
+from .reading import (ANNOUNCING, addressed, all_said, announced, announcing, delayed, follows,
+                      halfway, left_as_is, named_once, particle, placed, put_on_player, run_on,
                       spoken_units)
 from .words import (
     ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
@@ -176,6 +176,11 @@ _PLAYER_INTENTS = frozenset(("HassMediaPause", "HassMediaUnpause", "HassMediaNex
 _DOMAIN_OF = {**NEEDS_DOMAIN, "HassClimateGetTemperature": "climate",
               "HassClimateSetTemperature": "climate",
               **{i: "media_player" for i in _PLAYER_INTENTS}}
+# a kind's words, as the last word of a device's name ("Roku TV") and as said ("the telly")
+_KIND_NAMES = {**{w: "tv" for w in ("tv", "tvs", "telly", "television")},
+               **{w: w for w in ("radio", "speaker", "soundbar", "stereo", "aircon")},
+               "airconditioner": "aircon"}
+# (not "thermostat": Home Assistant's own word for whichever the room or home has)
 _PLAYED = (MEDIA_WORDS - {"volume", "sound"}) | MEDIA_ITEMS | {"@media_player", "telly",
                                                                 "television"}
 _NOT_PLAYED = LIGHT_WORDS | COVER_WORDS | (CLIMATE_WORDS - {"degrees"}) | {
@@ -292,6 +297,13 @@ class HomeModel:
         self._player_words = frozenset(w for words in self._players for w in words)
         self._name_words = frozenset(w for name in lists.names
                                      for w in normalize_text(name).split())
+        # the devices called by their kind's word, last in the name ("the tv": the Roku TV)
+        by_kind: dict[tuple[str, str], list[str]] = {}
+        for name, domain in lists.names.items():
+            last = normalize_text(name).split()[-1:]
+            if last and last[0] in _KIND_NAMES:
+                by_kind.setdefault((domain, _KIND_NAMES[last[0]]), []).append(name)
+        self._by_kind = {k: names[0] for k, names in by_kind.items() if len(names) == 1}
 
     @property
     def intents(self) -> list[str]:
@@ -326,7 +338,7 @@ class HomeModel:
             return replace(self._parse(bare), accepted=False, missing=("name",))
         text = corrected
         said = normalize_text(text).split()
-        if leading_word(said) in ("announce", "broadcast"):
+        if announcing(said):
             # "announce that the all hands starts in five minutes": what it says, now
             whole = self._parse(text)
             if whole.intent == "HassBroadcast":
@@ -497,8 +509,9 @@ class HomeModel:
             if marker is None:
                 continue
             before, after = words[:k], words[k + len(marker):]
-            while after[:1] and after[0] in ("no", "sorry", "wait"):
-                after = after[1:]            # "no, sorry, ..."
+            while (more := next((m for m in CORRECTIONS
+                                 if tuple(after[:len(m)]) == m), None)) is not None:
+                after = after[len(more):]    # "no, sorry, ...", "sorry i mean ..."
             if before and before[-1] in self._colors and after and len(after) <= 3 and \
                     after[-1] in self._colors:
                 return " ".join([*before[:-1], after[-1]])   # "... orange, no, pink"
@@ -612,6 +625,12 @@ class HomeModel:
                    m.domain == _DOMAIN_OF.get(intent)]
             if len(kin) == 1:
                 slots["name"] = kin[0].value
+        if intent in _DOMAIN_OF and not set(slots) & set(ENTITY_SLOTS):
+            # "pause the tv" where the one TV is the Roku TV, "aircon fan on high"
+            kinds = {_KIND_NAMES[w] for w in masked if w in _KIND_NAMES}
+            named = {self._by_kind.get((_DOMAIN_OF[intent], k)) for k in kinds} - {None}
+            if len(named) == 1:
+                slots["name"] = named.pop()
         if intent in _OWN_NAMES and found and not set(slots) & {"name", "area", "floor"}:
             # "set a laundry timer": a timer named like one of the home's areas or devices
             # (where the intent takes no area: "cancel the kitchen timer" is the kitchen's)

@@ -89,10 +89,25 @@ _TO_ALL = (("to", "the", "whole", "house"), ("to", "the", "house"), ("to", "ever
            ("on", "all", "the", "speakers"), ("on", "the", "speakers"), ("that",))
 
 
+_EVERYONE = frozenset(("everyone", "everybody", "all"))
+
+
+def announcing(words: list[str]) -> bool:
+    """A request that begins as an announcement: "announce ...", "broadcast ...", "tell
+    everyone ...", "let everybody know ..." (not "tell me ...")."""
+    lead = [w for w in words if w not in BEFORE_REQUEST]
+    return lead[:1] in (["announce"], ["broadcast"]) or \
+        lead[:1] == ["tell"] and bool(lead[1:2]) and lead[1] in _EVERYONE or \
+        lead[:1] == ["let"] and "know" in lead[2:4] and bool(_EVERYONE & set(lead[1:3]))
+
+
 def announced(words: list[str]) -> str:
-    """What an announcement says: the words after "broadcast"/"announce"/"tell everyone"
-    and who it is for ("announce that dinner is ready" -> "dinner is ready"); "" if none."""
+    """What an announcement says: the words after "broadcast"/"announce"/"tell everyone"/
+    "let everyone know" and who it is for ("announce that dinner is ready" -> "dinner is
+    ready"); "" if none."""
     at = next((i for i, w in enumerate(words) if w in ANNOUNCING), None)
+    if words[:1] == ["let"] and "know" in words[2:4]:
+        at = words.index("know")
     if at is None:
         return ""
     rest = words[at + 1:]
