@@ -31,8 +31,8 @@ from .free_text import (PARTICLES, WildText, ends_in_list, listed_item, timer_na
                         timer_named_first)
 from .lists import ENTITY_SLOTS, ROOM_WORDS, HomeLists, Match
 from .reading import (ANNOUNCING, addressed, all_said, announced, announcing, delayed, follows,
-                      halfway, left_as_is, named_once, particle, placed, put_on_player, run_on,
-                      spoken_units)
+                      halfway, left_as_is, named_once, particle, placed, put_on_player, remarked,
+                      run_on, spoken_units)
 from .words import (
     ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
     COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, KIND_WORDS,
@@ -238,6 +238,17 @@ _STATE_VERBS = frozenset(("open", "close", "shut"))      # "the skylight's shut,
 _ALONE = frozenset(("add", "mark", "tick", "cross", "put", "remove"))
 
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
+
+
+def _clause_starts(text: str, words: list[str]) -> set[int]:
+    """The indices in ``words`` (``text`` normalized) of the words that begin a clause after
+    the first; none where the words are no longer the text's, word for word."""
+    starts, at = set(), 0
+    for clause in _CLAUSE.split(text):
+        if at:
+            starts.add(at)
+        at += len(normalize_text(clause).split())
+    return starts if at == len(words) else set()
 
 
 def plain_text(masked: list[str]) -> str:
@@ -625,8 +636,17 @@ class HomeModel:
                    m.domain == _DOMAIN_OF.get(intent)]
             if len(kin) == 1:
                 slots["name"] = kin[0].value
-        if intent in _DOMAIN_OF and not set(slots) & set(ENTITY_SLOTS):
-            # "pause the tv" where the one TV is the Roku TV, "aircon fan on high"
+        device = next((m for m in found if m.slot == "name" and m.value == slots.get("name")),
+                      None)
+        for key in ("area", "floor"):
+            place = next((m for m in found if m.slot == key and m.value == slots.get(key)), None)
+            if device and place and intent != "HassVacuumCleanArea" and \
+                    remarked(words, device, place, _clause_starts(text, words), self._known):
+                del slots[key]       # "..., megan's asleep in the spare room": not the place
+                # (a room to clean is no remark)
+        if intent in _DOMAIN_OF and not set(slots) & set(ENTITY_SLOTS) and "here" not in masked:
+            # "pause the tv" where the one TV is the Roku TV, "aircon fan on high" (not "the
+            # tv in here": the room's)
             kinds = {_KIND_NAMES[w] for w in masked if w in _KIND_NAMES}
             named = {self._by_kind.get((_DOMAIN_OF[intent], k)) for k in kinds} - {None}
             if len(named) == 1:

@@ -120,6 +120,31 @@ def announced(words: list[str]) -> str:
     return " ".join(rest)
 
 
+# where a device is: "the lamp, in the bedroom"
+_LOCATIVE = frozenset(("in", "on", "at", "from", "of", "inside", "outside", "upstairs",
+                       "downstairs", "around", "across", "throughout", "within", "near", "by"))
+# someone said between a device and a room: a remark of its own ("... nobody's using ...")
+_SOMEONE = frozenset(("i", "im", "we", "were", "he", "hes", "she", "shes", "they", "theyre",
+                      "nobody", "nobodys", "everyone", "everyones", "somebody", "someone",
+                      "its", "theres"))
+
+
+def remarked(words: list[str], device: Match, place: Match, clauses: set[int],
+             known: frozenset[str]) -> bool:
+    """A room or floor said after the device in a remark, not as where the device is: in a
+    clause of its own (``clauses``: the indices of words that begin one) that does not begin
+    with "in", "on", ... ("set the speaker to ten percent, megan's asleep in the spare room"),
+    or after someone or a word the model never saw ("unlock the walkout door owen's friends
+    are coming in through the basement"); not "is the fan heater still on in the shed"."""
+    if place.start < device.end:
+        return False
+    between = words[device.end:place.start]
+    broken = [i for i in clauses if device.end <= i <= place.start]
+    if broken and words[max(broken)] not in _LOCATIVE:
+        return True
+    return any(w in _SOMEONE or w not in known and not said_number(w) for w in between)
+
+
 def particle(masked: list[str]) -> str:
     """The word right after a leading "turn", "switch" or "flip" ("turn off ..." -> "off")."""
     words = [w for w in masked if w not in ("please",)]
