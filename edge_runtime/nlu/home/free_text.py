@@ -23,7 +23,7 @@ PARTICLES = frozenset(("off", "out", "up", "down"))
 _LIST_LEADS = frozenset(("to", "on", "onto", "in", "into", "from", "off"))
 _LIST_WORDS = frozenset(("list", "lists"))
 # words of the request around an item, never inside one ("can you add this soap": this soap)
-_NOT_IN_ITEM = frozenset(("add", "added", "you", "stick", "chuck"))
+_NOT_IN_ITEM = frozenset(("add", "added", "you", "stick", "chuck", "bung"))
 
 
 _NOT_WILD = frozenset(NUMBER_WORDS | {"hour", "hours", "minute", "minutes", "second", "seconds",
@@ -33,7 +33,8 @@ _NOT_WILD = frozenset(NUMBER_WORDS | {"hour", "hours", "minute", "minutes", "sec
 
 
 _ITEM_VERBS = frozenset(("add", "put", "stick", "pop", "write", "cross", "tick", "check", "mark",
-                         "remove", "take", "scratch", "strike", "delete"))
+                         "remove", "take", "scratch", "strike", "delete", "bung", "chuck"))
+_MARKING = frozenset(("mark", "tick", "check"))
 _OWNERS = frozenset(("my", "our", "the", "your", "a"))
 _LIST_NAMING = frozenset(("@todo", "@name", "shopping", "to", "do", "todo"))
 
@@ -62,6 +63,8 @@ def listed_item(words: list[str], found: list[Match]) -> str:
     done = next((i for i in range(k, end - 1)       # ("is done": "as done" misheard)
                  if words[i] in ("as", "is") and words[i + 1] in DONE), None)
     span = words[k:done if done is not None else end]
+    if len(span) > 1 and span[-1] in DONE and words[k - 1] in _MARKING:
+        span = span[:-1]                   # "mark feed the dog done on the chore chart"
     while span and (span[0] in ("a", "an", "some", "more", "any") or span[0] in FILLERS):
         span = span[1:]
     if not span or span[0] in BACK | {"this", "that", "these"} or len(span) > 8 or \

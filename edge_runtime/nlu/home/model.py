@@ -35,9 +35,9 @@ from .reading import (ANNOUNCING, addressed, all_said, announced, announcing, de
                       run_on, spoken_units)
 from .words import (
     ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
-    COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FULL, ITEM_SAID, KELVIN_WORDS, KIND_WORDS,
-    LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS, NOT_LIGHTS, NO_ITEM, OPENING,
-    PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES, STATE_OF_VERB, SURE_CORRECTIONS,
+    COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FILLERS, FULL, ITEM_SAID, KELVIN_WORDS,
+    KIND_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS, NOT_LIGHTS,
+    NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES, STATE_OF_VERB, SURE_CORRECTIONS,
     TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED, UNIT_WORDS, UP, asked, commanded, excepted,
     leading_word, named_kinds, negated, number_word, renumbered, repair_commands, said_number,
     said_plainly, told, turned_up_or_down)
@@ -206,6 +206,9 @@ _TO_LIST = frozenset(("add", "put", "remove", "tick", "cross", "mark", "delete",
 # what is said, not done, later ("remind me in 5 minutes", "announce that ... in 5 minutes")
 _SAID_LATER = ANNOUNCING | {"remind"}
 # timer actions that, without the word, could as well be the music's ("pause this")
+# words that begin a question's subject ("any of our doors unlocked")
+_QUANTIFIERS = frozenset(("any", "some", "each", "both", "either", "neither", "none", "no",
+                          "which", "how", "what"))
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
 # intents that only answer or do nothing; every other home intent acts on the home
@@ -739,9 +742,14 @@ class HomeModel:
                 w in ("on", "to") and said_number(n)
                 for w, n in zip(masked, masked[1:], strict=False)):
             missing = ("name",)      # "put the aircon on eighteen": a setting, not just on
-        if not missing and intent == "HassGetState" and not question and \
-                leading_word(masked) in COMMAND_VERBS | {"wind", "roll", "bring", "pull"}:
-            missing = ("name",)      # "wind the awning in": a command, not a question
+        lead = next((i for i, w in enumerate(masked) if w not in FILLERS), len(masked))
+        if not missing and intent == "HassGetState" and not question and (
+                leading_word(masked) in COMMAND_VERBS | {"wind", "roll", "bring", "pull"} or
+                masked[lead + 1:lead + 2] in (["the"], ["my"], ["our"]) and
+                masked[lead] not in DETERMINERS | _QUANTIFIERS and
+                not masked[lead].startswith("@")):
+            missing = ("name",)      # "wind the awning in", "crack the skylight open": a
+            # command (a verb, then what it acts on), not a question
         if not missing and intent in _SAY_TIMER and not set(masked) & _TIMER_WORDS:
             missing = ("timer",)       # "pause this": the music, or a timer?
         return HomeParse(intent, confidence, slots,
@@ -765,6 +773,8 @@ class HomeModel:
             return True
         if intent == "HassBroadcast" and not said & TO_EVERYONE:
             return True            # "text maya that dinner's ready": a message to one person
+        if intent == "HassGetWeather" and said & {"thermostat", "@climate"}:
+            return True            # "what's the thermostat say": the room's, not the weather
         if intent in ("HassGetCurrentTime", "HassGetWeather") and \
                 leading_word(masked) in _TO_PLAY:
             return True            # "play gardeners question time", "the shipping forecast"

@@ -74,6 +74,8 @@ def delayed(words: list[str]) -> tuple[list[str], list[str]] | None:
     if len(words) > 3 and words[0] in ("in", "after"):
         end = _span(words, 1)
         rest = words[end + (end < len(words) and words[end] in ("then", "please")):]
+        while len(rest) > 1 and rest[0] in BEFORE_REQUEST:
+            rest = rest[1:]           # "in twenty minutes, would you switch off the blanket"
         if end > 1 and len(rest) > 1:
             return rest, words[1:end]
     for i in range(len(words) - 2, 1, -1):

@@ -23,11 +23,12 @@ CLOSING = frozenset(("close", "shut", "down", "retract", "lower", "drop"))
 # question's last word ("is the gate lock")
 STATE_OF_VERB = {"unlock": "unlocked", "lock": "locked", "close": "closed", "shut": "closed"}
 NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt", "shouldnt",
-                       "no"))
+                       "no", "wouldnt", "mustnt"))     # ("i wouldn't open the vent today")
 # said of the past: a statement about the home, not a request of it ("the front door was
 # unlocked all night", "the timer went off ages ago")
 # ("were" is not among them: it is also how "we're" is written without its apostrophe)
-PAST = frozenset(("was", "yesterday", "ago", "earlier", "already", "went", "rang", "rung"))
+PAST = frozenset(("was", "yesterday", "ago", "earlier", "already", "went", "rang", "rung",
+                  "been"))      # ("the fairy lights have been on since christmas")
 # the verbs a negation before them takes back ("don't turn off", "do not open")
 COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "unlock", "start",
                            "stop", "set", "put", "play", "pause", "add", "remove", "cancel",
@@ -119,7 +120,9 @@ _SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|"
                      r"[,;.!][^,;.!]*\b(?:can|should|may)\s+(?:stay|wait|keep\s+going|carry\s+on)"
                      r"\b[^,;.!]*[.!]?$|"
                      r"[,;.!][^,;.!]*(?:'s|\s+is|\s+are)\s+(?:fine|ok|okay|alright)\b[^,;.!]*[.!]?$|"
-                     r"\s+but\s+(?:leave|keep|not\s+(?:the|my|our|any))\s+[^,;.!]*[.!]?$", re.I)
+                     r"\s+but\s+(?:leave|keep|not\s+(?:the|my|our|any))\s+[^,;.!]*[.!]?$|"
+                     r"(?<=\w)\s+not\s+(?:the|my|our)\s+\w+(?:\s+\w+)?[.!]?$",
+                     re.I)                                 # (that last: "... not the timer")
 _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$|"
                            r"\s+while\s+(?:we|i|you|he|she|they)(?:'re|'m|\s+are|\s+am)?\s.*$|"
                            r"\s+so\s+(?:that\s+)?(?:the(?:\s+\w+){1,2}|we|i|you|he|she|they|it)\s+"
@@ -194,12 +197,23 @@ def told(masked: list[str]) -> bool:
     first, then = (said + ["", ""])[:2]
     return first in ("i", "we") and then in TOLD or (first, then) == ("remind", "me") or \
         first in ("i", "ill", "im", "we", "well") and bool({"myself", "ourselves"} & set(said)) or \
-        bool(PAST.intersection(masked)) or _said_of(masked) or _done_before(masked)
+        bool(_SELF & set(said)) or \
+        first not in BEFORE_REQUEST | COMMAND_VERBS and then in _DID_TO or \
+        bool(PAST.intersection(masked)) or _said_of(masked) or _done_before(masked) or \
+        any(a in _BUSY and b == "after" and c.endswith("ing")     # "i'm after turning it off"
+            for a, b, c in zip(said, said[1:], said[2:], strict=False))
+
+
+# someone else did it: "ruby turned the night light off herself", "the lamp switched itself off"
+_SELF = frozenset(("herself", "himself", "themselves", "itself"))
+_DID_TO = frozenset(("turned", "switched", "opened", "closed", "locked", "unlocked"))
+_BUSY = frozenset(("im", "were", "hes", "shes", "theyre", "youre", "i", "we"))
 
 
 _ADVERBS = frozenset(("just", "also", "actually", "literally", "only", "finally", "already"))
 # what a device named first does or did: "the lamp flickered", "the fan makes a noise"
-_DOES = frozenset(("make", "makes", "made", "look", "looks", "keeps", "kept", "smells", "sounds",
+_DOES = frozenset(("says", "said", "make", "makes", "made", "look", "looks", "keeps", "kept",
+                   "smells", "sounds",
                    "needs", "seems", "got", "broke", "had", "burst", "blew", "died", "fell"))
 
 
