@@ -37,10 +37,11 @@ from .words import (
     ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
     COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FILLERS, FULL, ITEM_SAID, KELVIN_WORDS,
     KIND_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS, NOT_LIGHTS,
-    NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES, STATE_OF_VERB, SURE_CORRECTIONS,
-    TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED, UNIT_WORDS, UP, asked, commanded, excepted,
-    leading_word, named_kinds, negated, number_word, renumbered, repair_commands, said_number,
-    said_plainly, told, turned_up_or_down)
+    NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES,
+    STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED,
+    UNIT_WORDS, UP, asked, commanded, excepted, leading_word, named_kinds, negated,
+    number_word, renumbered, repair_commands, said_number, said_plainly, told,
+    turned_up_or_down)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
