@@ -390,9 +390,13 @@ class HomeModel:
                 not set(said_last) & COMMAND_VERBS and not self.lists.matches(said_last):
             return whole           # "don't turn on the spa, it's way too hot for it"
         remark = said_last[0] in REMARKING and not set(said_last) & COMMAND_VERBS
-        stated = told(said_last)
+        # (where the speaker goes is said, not asked: "..., we're off to bed")
+        stated = told(said_last) or remark and ["off", "to"] in (
+            said_last[i:i + 2] for i in range(len(said_last)))
+        contracted = "'" in clauses[-1].split()[0]      # "we're ...", not "were ..."
         if (stated or set(said_last) & REPORTED or remark) and \
-                said_last[0] not in QUESTION_STARTS and not asked(clauses[-1], said_last):
+                (said_last[0] not in QUESTION_STARTS or contracted) and \
+                not asked(clauses[-1], said_last):
             # "is the console still on, kwame said he'd turn it off"; a remark ("..., i've
             # just finished a night shift") where it says nothing the request takes: the
             # whole is no request, or the same one with no other kind of slot
@@ -423,6 +427,16 @@ class HomeModel:
             # (not "timer for 2 minutes, 30 seconds": the whole says more of the same; but
             # "the call is booked for an hour, set a timer for 55 minutes": the request's)
             return last
+        if leading_word(said_last) in COMMAND_VERBS and is_action(last.intent) and \
+                whole.accepted and is_action(whole.intent) and whole.intent != last.intent:
+            return last    # "everyone's gone home, set the roomba off": the command said last
+            # is another request than the whole: its own reading, asked back when unsure
+        said = normalize_text(clauses[0]).split()
+        if said and said[0] in COMMAND_VERBS and whole.accepted and is_action(whole.intent) and \
+                "name" not in whole.slots and not set(said_last) & COMMAND_VERBS:
+            first = self._parse(clauses[0])
+            if first.accepted and first.intent == whole.intent and "name" in first.slots:
+                return first   # "open the front gate, the bakkie is outside": the gate named
         if not (whole.accepted and is_action(whole.intent)) and \
                 not asked(text, normalize_text(text).split()):
             # "close the drapes, the sun is on the screen": the command, then its reason
