@@ -15,7 +15,8 @@ pytest.importorskip("home_assistant_intents")
 from edge_runtime.nlu import Understander  # noqa: E402
 from edge_runtime.nlu.train.home.build import build_home_model  # noqa: E402
 from edge_runtime.nlu.train.home.hass_eval import HassTestError, evaluate, load_cases  # noqa: E402
-from edge_runtime.nlu.home.lists import HomeLists, stair_floors  # noqa: E402
+from edge_runtime.nlu.home.lists import HomeLists, Match, stair_floors  # noqa: E402
+from edge_runtime.nlu.home.reading import remarked  # noqa: E402
 from edge_runtime.nlu.home.free_text import WildText, list_phrase_starts  # noqa: E402
 from edge_runtime.nlu.home.model import HomeModel, HomeModelError  # noqa: E402
 from edge_runtime.nlu.home.serve import CLARIFY, HomeUnderstanding  # noqa: E402
@@ -1131,3 +1132,64 @@ def test_a_command_put_off_an_announcement_a_muted_room_and_a_device_called_by_i
     assert p.intent == "HassMediaSearchAndPlay" and "media_class" not in p.slots
     p = model.parse("put on the playlist road trip")
     assert (p.slots.get("media_class"), p.slots.get("search_query")) == ("playlist", "road trip")
+
+
+def test_remarks_people_the_tv_by_its_kind_and_announcements_to_everyone(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("kitchen", "spare room", "basement", "workshop"), (),
+        {"roku tv": "media_player", "bedside speaker": "media_player",
+         "walkout door": "lock", "front door": "lock", "roof vent": "cover",
+         "night light": "light", "immersion": "switch", "roomba": "vacuum",
+         "chore chart": "todo", "portable aircon": "climate"}))
+    # a room said in a remark after the named device is not where the device is
+    p = home.parse("set the bedside speaker to ten percent, megan's asleep in the spare room")
+    assert "area" not in p.slots and p.slots.get("name") == "bedside speaker"
+    words = "unlock the walkout door owens friends are coming in through the basement".split()
+    door, basement = (Match("name", "walkout door", "lock", 1, 3),
+                      Match("area", "basement", "", 10, 11))
+    assert remarked(words, door, basement, set(), frozenset(words) - {"owens"})
+    assert not remarked(words, door, basement, set(), frozenset(words))   # (all words known)
+    words = "is the fan heater still on in the shed".split()
+    assert not remarked(words, Match("name", "fan heater", "fan", 2, 4),
+                        Match("area", "shed", "", 8, 9), set(), frozenset(words))
+    # ... but a room said as where it is still is
+    p = home.parse("turn the night light off in the basement")
+    assert (p.slots.get("name"), p.slots.get("area")) == ("night light", "basement")
+    # the one TV of the home, called "the tv"; not with "in here" (the room's)
+    p = home.parse("pause the tv")
+    assert (p.intent, p.slots) == ("HassMediaPause", {"name": "roku tv"})
+    assert "name" not in home.parse("mute the tv in here").slots
+    assert home.parse("set the aircon fan mode to low").slots.get("name") == "portable aircon"
+    # "tell everyone ..." and "let everyone know ..." announce what they say
+    for said, message in (("tell everyone the taxi's outside", "the taxi's outside"),
+                          ("let everyone know we're leaving in five minutes",
+                           "we're leaving in five minutes")):
+        p = home.parse(said)
+        assert (p.intent, p.slots) == ("HassBroadcast", {"message": message})
+    assert home.parse("tell me the time").intent == "HassGetCurrentTime"
+    # statements, a negation of advice and someone else's doing are never acted on
+    for said in ("the fairy lights have been on since christmas",
+                 "ruby turned the night light off herself",
+                 "i'm after turning off the immersion",
+                 "i wouldn't open the roof vent today, not with this wind"):
+        assert not home.parse(said).accepted, said
+    # chained correction markers: the new verb, or the new number
+    p = home.parse("lock the walkout door sorry i mean unlock the front door")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    assert model.parse("set a timer for twelve minutes, sorry, i mean fifteen").slots == {
+        "minutes": 15}
+    # where the speaker goes is a remark ("off" is no request to turn anything off)
+    p = home.parse("lock the front door, we're off to bed")
+    assert not (p.accepted and p.intent == "HassTurnOff")
+    # a command put off loses its "would you"; an item marked done loses "done"
+    p = model.parse("in twenty minutes, would you switch off the sofa lamp")
+    assert p.slots.get("conversation_command") == "switch off the sofa lamp"
+    p = home.parse("mark feed the dog done on the chore chart")
+    assert p.slots.get("item") == "feed the dog"
+    # a verb, then what it acts on: a command, never a state question
+    p = home.parse("crack the roof vent open")
+    assert not (p.accepted and p.intent == "HassGetState")
+    # the command said last decides when it is another request than the whole
+    p = home.parse("everyone's gone home, set the roomba off")
+    assert not (p.accepted and p.intent == "HassVacuumReturnToBase")
