@@ -93,7 +93,7 @@ STATES = frozenset(("on", "off", "open", "closed", "shut", "locked", "unlocked",
                     "running", "going", "playing"))
 # "I wonder if the porch light is on" asks; "I wonder if you could turn it on" requests
 _WONDER = re.compile(r"\b(?:wonder|wondering|not sure|unsure)\s+(?:if|whether)\b"
-                     r"(?!\s+(?:you|u)\s+(?:could|can|would|will|might)\b)")
+                     r"(?!\s+(?:you|u)\s+(?:could|can|would|will|might)\b|\s+youd\b)")
 
 
 def asked(text: str, words: list[str]) -> bool:
@@ -144,10 +144,17 @@ _SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+"
                             re.I)
 
 
+# the long way round to a request: "I wonder if you could ...", "would you be so kind as to"
+_POLITE = re.compile(r"^(?:(?:i\s+)?(?:was\s+)?(?:just\s+)?wonder(?:ing)?\s+if\s+(?:you|u)"
+                     r"(?:'d|\s+could|\s+would|\s+might|\s+can)|would\s+you\s+be\s+so\s+kind\s+"
+                     r"as\s+to|do\s+you\s+think\s+you\s+(?:could|can)|i'?d\s+be\s+grateful\s+if\s+"
+                     r"you(?:'d|\s+could|\s+would))[,]?\s+(?:please\s+|just\s+)?", re.I)
+
+
 def commanded(text: str) -> str:
     """``text`` without the clause that spares a device or the reason around the command, and
-    without the hesitations before it and thanks after it."""
-    bare = _SPARED_BEFORE.sub("", _SPARED.sub("", _HESITATED.sub("", text)))
+    without the hesitations and the long way round before it and thanks after it."""
+    bare = _SPARED_BEFORE.sub("", _SPARED.sub("", _POLITE.sub("", _HESITATED.sub("", text))))
     bare = _REASON_AFTER.sub("", bare)
     return _REASON_BEFORE.sub("", bare) or text
 
