@@ -34,10 +34,10 @@ from .reading import (ANNOUNCING, addressed, all_said, announced, announcing, de
                       halfway, left_as_is, named_once, particle, placed, put_on_player, remarked,
                       run_on, spoken_units)
 from .words import (
-    ASKS_OF, BACK, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS, CORRECTIONS,
-    COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FILLERS, FULL, ITEM_SAID, KELVIN_WORDS,
-    KIND_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS, NOT_LIGHTS,
-    NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES,
+    ASKS_OF, BACK, BEFORE_REQUEST, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS,
+    CORRECTIONS, COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FILLERS, FULL, ITEM_SAID,
+    KELVIN_WORDS, KIND_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS,
+    NOT_LIGHTS, NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES,
     STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED,
     UNIT_WORDS, UP, asked, commanded, excepted, leading_word, named_kinds, negated,
     number_word, renumbered, repair_commands, said_number, said_plainly, told,
@@ -244,6 +244,39 @@ _ALONE = frozenset(("add", "mark", "tick", "cross", "put", "remove"))
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
 
 
+_LIST_VERBS = frozenset(("check", "tick", "mark", "cross", "add", "put"))
+# the verbs that begin a command said after a remark with no comma heard ("we're all in for
+# the night lock the back door"), and the words before them that make them no new clause
+_CLAUSE_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "unlock", "start",
+                           "stop", "set", "play", "pause", "cancel", "dim", "kill", "skip",
+                           "mute", "unmute", "resume", "unpause", "mow"))
+_NO_CLAUSE_BEFORE = BEFORE_REQUEST | NEGATIONS | frozenset((
+    "to", "i", "we", "they", "he", "she", "lets", "ill", "well", "youll", "theyll", "didnt",
+    "forgot", "the", "a", "an", "my", "our", "should", "must", "might", "shall", "may", "help",
+    "me", "us", "or", "then", "and", "but", "who", "that", "which", "not", "always", "never",
+    "usually", "sometimes", "also", "dont", "did", "does", "do", "will", "timer", "alarm"))
+
+
+def _unmarked_clause(text: str) -> str:
+    """``text`` with a comma put where a command begins after a remark that no comma ends
+    ("the dog's barking at something out there turn on the flood light"), as a recognizer
+    or a hurried typist leaves it; unchanged when it has a clause mark already, asks, or
+    has no such command."""
+    if _CLAUSE.search(text):
+        return text
+    raw = text.split()
+    said = [normalize_text(t) for t in raw]
+    if not said or said[0] in QUESTION_STARTS and "'" not in raw[0] or \
+            said[0] in COMMAND_VERBS | _LIST_VERBS or \
+            said[0] not in REMARKING and not any("'" in t for t in raw[:3]):
+        return text      # (only after a remark: "we're ...", "the dog's ...", "i ...")
+    for i in range(2, len(raw) - 1):
+        if said[i] in _CLAUSE_VERBS and said[i - 1] not in _NO_CLAUSE_BEFORE and \
+                said[i - 1].isalpha() and not said_number(said[i - 1]):
+            return " ".join(raw[:i]) + ", " + " ".join(raw[i:])
+    return text
+
+
 def _clause_starts(text: str, words: list[str]) -> set[int]:
     """The indices in ``words`` (``text`` normalized) of the words that begin a clause after
     the first; none where the words are no longer the text's, word for word."""
@@ -366,6 +399,7 @@ class HomeModel:
         put_off = self._put_off(*later) if later else None
         if put_off is not None:
             return put_off
+        text = _unmarked_clause(text)
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
         if len(clauses) > 1 and normalize_text(clauses[0]) in _ALONE:
             # "Add, take the bins out to Chores": a verb heard with a pause after it
