@@ -1193,3 +1193,27 @@ def test_remarks_people_the_tv_by_its_kind_and_announcements_to_everyone(
     # the command said last decides when it is another request than the whole
     p = home.parse("everyone's gone home, set the roomba off")
     assert not (p.accepted and p.intent == "HassVacuumReturnToBase")
+
+
+def test_the_long_way_round_and_a_command_after_a_remark_with_no_comma(
+        model: HomeModel) -> None:
+    from edge_runtime.nlu.home.model import _unmarked_clause
+    from edge_runtime.nlu.home.words import asked, commanded
+    # "I wonder if you could ..." requests; "I wonder if the lamp is on" asks
+    assert commanded("i wonder if you could turn on the sofa lamp") == "turn on the sofa lamp"
+    assert commanded("would you be so kind as to close the blinds") == "close the blinds"
+    said = "i wonder if youd turn on the sofa lamp"
+    assert not asked(said, said.split())
+    said = "i wonder if the sofa lamp is on"
+    assert asked(said, said.split())
+    # a command after a remark, no comma heard: its own clause
+    assert _unmarked_clause("the dog's barking out there turn on the sofa lamp") == \
+        "the dog's barking out there, turn on the sofa lamp"
+    assert _unmarked_clause("we're all in for the night lock the front door") == \
+        "we're all in for the night, lock the front door"
+    for unchanged in ("send the robot vacuum back to its dock", "check off mow the lawn on chores",
+                      "i forgot to turn off the sofa lamp", "is the heater set to 20",
+                      "the tv's too loud, turn it down"):
+        assert _unmarked_clause(unchanged) == unchanged
+    p = model.parse("the dog's barking out there turn on the sofa lamp")
+    assert p.slots.get("name") == "sofa lamp" and p.intent == "HassTurnOn"
