@@ -277,6 +277,17 @@ def _unmarked_clause(text: str) -> str:
     return text
 
 
+def _imperative(masked: list[str]) -> bool:
+    """Said as a command: a command verb first, or a word and then what it acts on ("crack
+    the skylight open"; not "any of our doors unlocked", "the lamp on")."""
+    lead = next((i for i, w in enumerate(masked) if w not in FILLERS), len(masked))
+    return lead < len(masked) and masked[lead] not in QUESTION_STARTS and (
+        masked[lead] in COMMAND_VERBS | {"wind", "roll", "bring", "pull"} or
+        masked[lead + 1:lead + 2] in (["the"], ["my"], ["our"]) and
+        masked[lead] not in DETERMINERS | _QUANTIFIERS | QUESTION_STARTS and
+        not masked[lead].startswith("@"))
+
+
 def _clause_starts(text: str, words: list[str]) -> set[int]:
     """The indices in ``words`` (``text`` normalized) of the words that begin a clause after
     the first; none where the words are no longer the text's, word for word."""
@@ -461,10 +472,13 @@ class HomeModel:
             # (not "timer for 2 minutes, 30 seconds": the whole says more of the same; but
             # "the call is booked for an hour, set a timer for 55 minutes": the request's)
             return last
-        if leading_word(said_last) in COMMAND_VERBS and is_action(last.intent) and \
-                whole.accepted and is_action(whole.intent) and whole.intent != last.intent:
+        if whole.accepted and whole.intent != last.intent and (
+                leading_word(said_last) in COMMAND_VERBS and is_action(last.intent) and
+                is_action(whole.intent) or _imperative(said_last) and
+                whole.intent == "HassGetState" and not asked(text, normalize_text(text).split())):
             return last    # "everyone's gone home, set the roomba off": the command said last
-            # is another request than the whole: its own reading, asked back when unsure
+            # is another request than the whole: its own reading, asked back when unsure ("it's
+            # steamy in here, crack the skylight open" is no question whether it is open)
         said = normalize_text(clauses[0]).split()
         if said and said[0] in COMMAND_VERBS and whole.accepted and is_action(whole.intent) and \
                 "name" not in whole.slots and not set(said_last) & COMMAND_VERBS:
@@ -791,12 +805,7 @@ class HomeModel:
                 w in ("on", "to") and said_number(n)
                 for w, n in zip(masked, masked[1:], strict=False)):
             missing = ("name",)      # "put the aircon on eighteen": a setting, not just on
-        lead = next((i for i, w in enumerate(masked) if w not in FILLERS), len(masked))
-        if not missing and intent == "HassGetState" and not question and (
-                leading_word(masked) in COMMAND_VERBS | {"wind", "roll", "bring", "pull"} or
-                masked[lead + 1:lead + 2] in (["the"], ["my"], ["our"]) and
-                masked[lead] not in DETERMINERS | _QUANTIFIERS and
-                not masked[lead].startswith("@")):
+        if not missing and intent == "HassGetState" and not question and _imperative(masked):
             missing = ("name",)      # "wind the awning in", "crack the skylight open": a
             # command (a verb, then what it acts on), not a question
         if not missing and intent in _SAY_TIMER and not set(masked) & _TIMER_WORDS:
