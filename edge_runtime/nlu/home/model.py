@@ -31,8 +31,8 @@ from .free_text import (PARTICLES, WildText, ends_in_list, listed_item, timer_na
                         timer_named_first)
 from .lists import ENTITY_SLOTS, ROOM_WORDS, HomeLists, Match
 from .reading import (ANNOUNCING, addressed, all_said, announced, announcing, delayed, follows,
-                      halfway, left_as_is, named_once, particle, placed, put_on_player, remarked,
-                      run_on, spoken_units)
+                      halfway, left_as_is, named_once, not_the_verb, particle, placed,
+                      put_on_player, remarked, run_on, spoken_units)
 from .words import (
     ASKS_OF, BACK, BEFORE_REQUEST, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS,
     CORRECTIONS, COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FILLERS, FULL, ITEM_SAID,
@@ -181,7 +181,8 @@ _DOMAIN_OF = {**NEEDS_DOMAIN, "HassClimateGetTemperature": "climate",
 _KIND_NAMES = {**{w: "tv" for w in ("tv", "tvs", "telly", "television")},
                **{w: w for w in ("radio", "speaker", "soundbar", "stereo", "aircon")},
                "airconditioner": "aircon"}
-# (not "thermostat": Home Assistant's own word for whichever the room or home has)
+# (not "thermostat", "the vacuum", "the mower": Home Assistant's own words for whichever the
+# room or home has)
 _PLAYED = (MEDIA_WORDS - {"volume", "sound"}) | MEDIA_ITEMS | {"@media_player", "telly",
                                                                 "television"}
 _NOT_PLAYED = LIGHT_WORDS | COVER_WORDS | (CLIMATE_WORDS - {"degrees"}) | {
@@ -654,10 +655,11 @@ class HomeModel:
                             for m in new):
                 words = repaired
         words = self.lists.reordered(words)
-        options: list[list[Match]] = [named_once(self.lists.matches(words))]
+        options: list[list[Match]] = [named_once(not_the_verb(words, self.lists.matches(words)))]
         if (passed := addressed(words, options[0])) is not words:
-            words, options = passed, [named_once(self.lists.matches(passed))]  # "tell rosie to"
-        reduced = self.lists.matches(words, skip=self.vocab)
+            words, options = passed, [named_once(not_the_verb(passed, self.lists.matches(passed)))]
+            # ("tell rosie to ...")
+        reduced = not_the_verb(words, self.lists.matches(words, skip=self.vocab))
         if reduced != options[0] and not any(
                 r.slot != "name" and any(o.slot == "name" and o.start <= r.start < o.end
                                          for o in options[0]) for r in reduced):

@@ -233,6 +233,14 @@ def addressed(words: list[str], found: list[Match]) -> list[str]:
     return [*words[:k], *words[named.start:named.end], *rest]
 
 
+def not_the_verb(words: list[str], found: list[Match]) -> list[Match]:
+    """``found`` without a one-word area or name said where the request's verb is ("close
+    the bay blinds" in a home whose stairwell is the Close)."""
+    lead = next((i for i, w in enumerate(words) if w not in BEFORE_REQUEST), -1)
+    return [m for m in found if not (m.start == lead and m.end == lead + 1 and
+                                     words[lead] in COMMAND_VERBS and len(words) > lead + 1)]
+
+
 def named_once(found: list[Match]) -> list[Match]:
     """``found`` with a name said twice kept only where it is said last ("add wifi bill to
     bills": the first "bill" is the item's; "play cbc radio one on the radio")."""

@@ -295,7 +295,7 @@ def turned_up_or_down(masked: list[str]) -> bool:
 STARTED = {"vacuum": "HassVacuumStart", "lawn_mower": "HassLawnMowerStartMowing"}
 # a speaker correcting the device or room just said
 CORRECTIONS = (("i", "mean"), ("i", "meant"), ("no", "wait"), ("sorry",), ("or", "rather"),
-               ("no",), ("wait",), ("actually",))
+               ("no",), ("wait",), ("actually",), ("naw",), ("nah",), ("nope",))
 # the markers that always correct: what follows them, when it names nothing of the home
 # ("turn off the kitchen lights, I mean the pad of a light"), leaves the request unknown
 SURE_CORRECTIONS = CORRECTIONS[:3] + (("or", "rather"),)
@@ -371,7 +371,8 @@ def repair_commands(words: list[str]) -> list[str]:
 _SAID_AS = {"aircon": ("air", "conditioning"), "airconditioning": ("air", "conditioning"),
             "airconditioner": ("air", "conditioner"), "fahrenheit": ("degrees",),
             "celsius": ("degrees",), "centigrade": ("degrees",), "mins": ("minutes",),
-            "secs": ("seconds",), "hrs": ("hours",)}
+            "secs": ("seconds",), "hrs": ("hours",), "aff": ("off",), "oan": ("on",)}
+# ("aff", "oan": Scots for off and on, "switch the kettle aff")
 
 
 def said_plainly(words: list[str], names: frozenset[str] = frozenset()) -> list[str]:
