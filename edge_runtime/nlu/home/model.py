@@ -719,6 +719,11 @@ class HomeModel:
             named = {self._by_kind.get((_DOMAIN_OF[intent], k)) for k in kinds} - {None}
             if len(named) == 1:
                 slots["name"] = named.pop()
+        verb = next((w for w in masked if w not in BEFORE_REQUEST), "")
+        if intent in ("HassTurnOn", "HassTurnOff") and verb in ("open", "close", "shut") and \
+                self.lists.names.get(str(slots.get("name"))) == "lock":
+            # a lock opened is unlocked ("open the key safe"; Home Assistant's TurnOn locks it)
+            intent = "HassTurnOff" if verb == "open" else "HassTurnOn"
         if intent in _OWN_NAMES and found and not set(slots) & {"name", "area", "floor"}:
             # "set a laundry timer": a timer named like one of the home's areas or devices
             # (where the intent takes no area: "cancel the kitchen timer" is the kitchen's)

@@ -23,7 +23,7 @@ CLOSING = frozenset(("close", "shut", "down", "retract", "lower", "drop"))
 # question's last word ("is the gate lock")
 STATE_OF_VERB = {"unlock": "unlocked", "lock": "locked", "close": "closed", "shut": "closed"}
 NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt", "shouldnt",
-                       "no", "wouldnt", "mustnt"))     # ("i wouldn't open the vent today")
+                       "no", "wouldnt", "mustnt", "aint"))   # ("i wouldn't open the vent today")
 # said of the past: a statement about the home, not a request of it ("the front door was
 # unlocked all night", "the timer went off ages ago")
 # ("were" is not among them: it is also how "we're" is written without its apostrophe)
@@ -74,7 +74,7 @@ def negated(masked: list[str]) -> bool:
 
 
 # and the verbs that say to leave a device as it is
-_NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust"} | {
+_NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust", "cut"} | {
     "turns", "switches", "shuts", "closes", "opens", "locks", "puts", "sets"}  # "she never turns"
 
 
