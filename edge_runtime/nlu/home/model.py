@@ -598,7 +598,9 @@ class HomeModel:
                 return " ".join(after)     # "open the garage door, no sorry, unlock the barn door"
             if said and meant:
                 m, c = said[-1], meant[0]
-                return " ".join([*before[:m.start], *after[c.start:c.end], *before[m.end:]])
+                end = max((p.end for p in meant[1:] if p.slot in ("area", "floor")), default=c.end)
+                # ("..., sorry i mean the cabinet light in the kitchen": in the kitchen too)
+                return " ".join([*before[:m.start], *after[c.start:end], *before[m.end:]])
             if said and marker in SURE_CORRECTIONS and any(w not in DETERMINERS for w in after):
                 return None
         return text
@@ -629,6 +631,8 @@ class HomeModel:
                 return clause
             return " ".join([*words, "in", "the", *earlier[areas[-1].start:areas[-1].end]])
         found = self.lists.matches(earlier)
+        if not found and set(earlier) & _TIMER_WORDS and not set(words) & _TIMER_WORDS:
+            return " ".join([*words[:at], "the", "timer", *words[at + 1:]])  # "..., stop it"
         if not found:
             return clause
         m = found[-1]

@@ -166,7 +166,7 @@ _NUMBER = (r"(?:\d+(?:\.\d+)?|(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eigh
            r"eighteen|nineteen|a\s+hundred|one\s+hundred|hundred))")
 _UNIT = r"\s*(?:percent|%|degrees|minutes?|seconds?|hours?)?"
 _RENUMBER = re.compile(rf"^(?P<head>.*?\b)(?P<old>{_NUMBER})(?P<unit>{_UNIT})"
-                       r"[,.]?\s+(?:(?:no(?:\s+wa(?:it|y))?|nah|nope|wait|sorry|i\s+mean|i\s+meant|"
+                       r"[,.]?\s+(?:(?:no(?:\s+wa(?:it|y))?|nah|naw|nope|wait|sorry|i\s+mean|i\s+meant|"
                        r"actually|or\s+rather)[,.]?\s+)+"       # ("..., sorry, i mean fifteen")
                        r"(?:make\s+it\s+)?"
                        rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*[.!]?$", re.I)
