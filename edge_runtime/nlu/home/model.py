@@ -473,10 +473,11 @@ class HomeModel:
             # (not "timer for 2 minutes, 30 seconds": the whole says more of the same; but
             # "the call is booked for an hour, set a timer for 55 minutes": the request's)
             return last
-        if whole.accepted and whole.intent != last.intent and (
+        if whole.accepted and (
                 leading_word(said_last) in COMMAND_VERBS and is_action(last.intent) and
-                is_action(whole.intent) or _imperative(said_last) and
-                whole.intent == "HassGetState" and not asked(text, normalize_text(text).split())):
+                is_action(whole.intent) and whole.intent != last.intent or
+                _imperative(said_last) and whole.intent == "HassGetState" and
+                not asked(text, normalize_text(text).split())):
             return last    # "everyone's gone home, set the roomba off": the command said last
             # is another request than the whole: its own reading, asked back when unsure ("it's
             # steamy in here, crack the skylight open" is no question whether it is open)
@@ -601,6 +602,10 @@ class HomeModel:
                 end = max((p.end for p in meant[1:] if p.slot in ("area", "floor")), default=c.end)
                 # ("..., sorry i mean the cabinet light in the kitchen": in the kitchen too)
                 return " ".join([*before[:m.start], *after[c.start:end], *before[m.end:]])
+            plain = [w for w in after if w not in DETERMINERS]
+            if said and not meant and len(plain) == 1 and plain[0] in _TIMER_WORDS:
+                m = said[-1]         # "pause the telly, no, the timer": the timer
+                return " ".join([*before[:m.start], *after, *before[m.end:]])
             if said and marker in SURE_CORRECTIONS and any(w not in DETERMINERS for w in after):
                 return None
         return text
@@ -770,6 +775,11 @@ class HomeModel:
         if not missing and intent in TARGETED and not found and \
                 any(w not in self.vocab and not number_word(w) for w in masked):
             missing = ("name",)
+        if not missing and intent in ("HassTurnOn", "HassTurnOff") and \
+                slots.get("domain") == "light" and "name" not in slots and \
+                not set(masked) & LIGHT_WORDS and leading_word(masked) in _TO_PLAY and any(
+                    w not in self.vocab and not number_word(w) for w in masked):
+            missing = ("name",)      # "put on the proclaimers in the front room": no lights
         if not missing and intent in TARGETED and "name" not in slots and any(
                 masked[i] == "@area" and masked[i + 2] in ("on", "off") and
                 masked[i + 1] not in self.vocab and not masked[i + 1].startswith("@")
