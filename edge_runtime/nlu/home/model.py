@@ -208,6 +208,8 @@ _TO_LIST = frozenset(("add", "put", "remove", "tick", "cross", "mark", "delete",
 # what is said, not done, later ("remind me in 5 minutes", "announce that ... in 5 minutes")
 _SAID_LATER = ANNOUNCING | {"remind"}
 # timer actions that, without the word, could as well be the music's ("pause this")
+# the verbs that bring a cover in, or out ("bring the awning in", "wind it in")
+_DRAWING = frozenset(("bring", "pull", "wind", "roll", "draw", "take", "reel"))
 # words that begin a question's subject ("any of our doors unlocked")
 _QUANTIFIERS = frozenset(("any", "some", "each", "both", "either", "neither", "none", "no",
                           "which", "how", "what"))
@@ -474,8 +476,9 @@ class HomeModel:
             # "the call is booked for an hour, set a timer for 55 minutes": the request's)
             return last
         if whole.accepted and (
-                leading_word(said_last) in COMMAND_VERBS and is_action(last.intent) and
-                is_action(whole.intent) and whole.intent != last.intent or
+                leading_word(said_last) in COMMAND_VERBS | _DRAWING and
+                is_action(last.intent) and is_action(whole.intent) and
+                whole.intent != last.intent or
                 _imperative(said_last) and whole.intent == "HassGetState" and
                 not asked(text, normalize_text(text).split())):
             return last    # "everyone's gone home, set the roomba off": the command said last
@@ -940,6 +943,10 @@ class HomeModel:
         elif intent in ("HassTurnOn", "HassTurnOff") and cover and not number and any(
                 follows(masked, [verb, "back"]) for verb in ("pull", "draw", "roll")):
             moved = "HassTurnOn"               # "pull back the lace curtains": open
+        elif intent in ("HassTurnOn", "HassTurnOff") and cover and not number and \
+                leading_word(masked) in _DRAWING and \
+                [w for w in masked if w not in ("please", "now")][-1:] == ["in"]:
+            moved = "HassTurnOff"              # "bring the awning in": closed
         elif intent == "HassTurnOn" and not cover and follows(masked, ["put", "out"]) and (
                 light or "@light" in said):
             moved = "HassTurnOff"              # "put out the big light": off
