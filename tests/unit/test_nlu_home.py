@@ -1217,3 +1217,37 @@ def test_the_long_way_round_and_a_command_after_a_remark_with_no_comma(
         assert _unmarked_clause(unchanged) == unchanged
     p = model.parse("the dog's barking out there turn on the sofa lamp")
     assert p.slots.get("name") == "sofa lamp" and p.intent == "HassTurnOn"
+
+
+def test_dialect_words_a_room_named_like_a_verb_and_a_lock_opened(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("close", "lobby", "kitchen", "front room"), (),
+        {"kettle": "switch", "bay blinds": "cover", "key safe": "lock", "awning": "cover",
+         "cabinet light": "light", "shoe cabinet light": "light", "telly": "media_player"}))
+    # Scots "aff" is off, never on
+    p = home.parse("switch the kettle aff")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    assert home.parse("switch the kettle aff").intent == "HassTurnOff"
+    # an area called "Close" is not the verb that begins "close the bay blinds"
+    p = home.parse("close the bay blinds")
+    assert "area" not in p.slots and p.slots.get("name") == "bay blinds"
+    # a lock opened is unlocked (Home Assistant's TurnOn would lock it)
+    p = home.parse("um can you open the key safe")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    # negations of the South and corrections of Scotland
+    assert not home.parse("we ain't fixing to open the bay blinds today").accepted
+    assert home.parse("set a timer for 10 minutes, naw, make it twelve").slots.get("minutes") \
+        != 10
+    # a corrected device keeps the room said with it
+    p = home.parse("turn on the shoe cabinet light, sorry i mean the cabinet light in the kitchen")
+    assert (p.slots.get("name"), p.slots.get("area")) == ("cabinet light", "kitchen")
+    # "stop it" after a timer is the timer's; "..., no, the timer" corrects to the timer
+    assert home.parse("no need timer already, stop it").intent in (
+        "HassCancelTimer", "HassPauseTimer")
+    assert "name" not in home.parse("pause the telly, no, the timer").slots
+    # an awning brought in is closed
+    p = home.parse("bring the awning in")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    # something to play that nobody knows, in a room, never lights the room
+    p = home.parse("put on the proclaimers in the front room")
+    assert not (p.accepted and p.intent == "HassTurnOn")
