@@ -207,12 +207,12 @@ _TO_LIST = frozenset(("add", "put", "remove", "tick", "cross", "mark", "delete",
                       "stick", "to", "on", "from", "in", "off"))
 # what is said, not done, later ("remind me in 5 minutes", "announce that ... in 5 minutes")
 _SAID_LATER = ANNOUNCING | {"remind"}
-# timer actions that, without the word, could as well be the music's ("pause this")
 # the verbs that bring a cover in, or out ("bring the awning in", "wind it in")
 _DRAWING = frozenset(("bring", "pull", "wind", "roll", "draw", "take", "reel"))
 # words that begin a question's subject ("any of our doors unlocked")
 _QUANTIFIERS = frozenset(("any", "some", "each", "both", "either", "neither", "none", "no",
                           "which", "how", "what"))
+# timer actions that, without the word, could as well be the music's ("pause this")
 _SAY_TIMER = frozenset(("HassPauseTimer", "HassUnpauseTimer"))
 _TIMER_WORDS = frozenset(("timer", "timers", "countdown", "alarm"))
 # intents that only answer or do nothing; every other home intent acts on the home
@@ -247,6 +247,7 @@ _ALONE = frozenset(("add", "mark", "tick", "cross", "put", "remove"))
 _PLAIN = {"@name": "zzname", "@area": "zzarea", "@floor": "zzfloor"}
 
 
+# what begins a list request, whose item may hold a command ("check off lock the shed on chores")
 _LIST_VERBS = frozenset(("check", "tick", "mark", "cross", "add", "put"))
 # the verbs that begin a command said after a remark with no comma heard ("we're all in for
 # the night lock the back door"), and the words before them that make them no new clause
@@ -285,7 +286,7 @@ def _imperative(masked: list[str]) -> bool:
     the skylight open"; not "any of our doors unlocked", "the lamp on")."""
     lead = next((i for i, w in enumerate(masked) if w not in FILLERS), len(masked))
     return lead < len(masked) and masked[lead] not in QUESTION_STARTS and (
-        masked[lead] in COMMAND_VERBS | {"wind", "roll", "bring", "pull"} or
+        masked[lead] in COMMAND_VERBS | _DRAWING or
         masked[lead + 1:lead + 2] in (["the"], ["my"], ["our"]) and
         masked[lead] not in DETERMINERS | _QUANTIFIERS | QUESTION_STARTS and
         not masked[lead].startswith("@"))
@@ -495,7 +496,6 @@ class HomeModel:
             # "close the drapes, the sun is on the screen": the command, then its reason
             # (a first clause that is a command: it begins with the verb)
             # (or that names a device, then which way: "roller blinds down, the sun's ...")
-            said = normalize_text(clauses[0]).split()
             first = self._parse(clauses[0])
             if said and (said[0] in COMMAND_VERBS | {"keep"} or
                          said[-1] in TURNED | OPENING | CLOSING) \
@@ -728,9 +728,9 @@ class HomeModel:
             # "pause the tv" where the one TV is the Roku TV, "aircon fan on high" (not "the
             # tv in here": the room's)
             kinds = {_KIND_NAMES[w] for w in masked if w in _KIND_NAMES}
-            named = {self._by_kind.get((_DOMAIN_OF[intent], k)) for k in kinds} - {None}
-            if len(named) == 1:
-                slots["name"] = named.pop()
+            called = {self._by_kind.get((_DOMAIN_OF[intent], k)) for k in kinds} - {None}
+            if len(called) == 1:
+                slots["name"] = called.pop()
         verb = next((w for w in masked if w not in BEFORE_REQUEST), "")
         if intent in ("HassTurnOn", "HassTurnOff") and verb in ("open", "close", "shut") and \
                 self.lists.names.get(str(slots.get("name"))) == "lock":

@@ -108,8 +108,9 @@ def announced(words: list[str]) -> str:
     "let everyone know" and who it is for ("announce that dinner is ready" -> "dinner is
     ready"); "" if none."""
     at = next((i for i, w in enumerate(words) if w in ANNOUNCING), None)
-    if words[:1] == ["let"] and "know" in words[2:4]:
-        at = words.index("know")
+    let = next((i for i, w in enumerate(words) if w == "let"), None)
+    if at is None and let is not None and "know" in words[let + 2:let + 4]:
+        at = words.index("know", let + 2)
     if at is None:
         return ""
     rest = words[at + 1:]
