@@ -207,6 +207,8 @@ _TO_LIST = frozenset(("add", "put", "remove", "tick", "cross", "mark", "delete",
                       "stick", "to", "on", "from", "in", "off"))
 # what is said, not done, later ("remind me in 5 minutes", "announce that ... in 5 minutes")
 _SAID_LATER = ANNOUNCING | {"remind"}
+# a setting said after "on" or "to" ("the fan on low"): more than on
+_SETTINGS = frozenset(("low", "medium", "high", "auto", "quiet", "max", "min", "eco"))
 # the verbs that bring a cover in, or out ("bring the awning in", "wind it in")
 _DRAWING = frozenset(("bring", "pull", "wind", "roll", "draw", "take", "reel"))
 # words that begin a question's subject ("any of our doors unlocked")
@@ -731,11 +733,12 @@ class HomeModel:
             called = {self._by_kind.get((_DOMAIN_OF[intent], k)) for k in kinds} - {None}
             if len(called) == 1:
                 slots["name"] = called.pop()
-        verb = next((w for w in masked if w not in BEFORE_REQUEST), "")
-        if intent in ("HassTurnOn", "HassTurnOff") and verb in ("open", "close", "shut") and \
+        verbs = set(masked[:masked.index("@name")] if "@name" in masked else masked[:2])
+        if intent in ("HassTurnOn", "HassTurnOff") and verbs & {"open", "close", "shut"} and \
                 self.lists.names.get(str(slots.get("name"))) == "lock":
-            # a lock opened is unlocked ("open the key safe"; Home Assistant's TurnOn locks it)
-            intent = "HassTurnOff" if verb == "open" else "HassTurnOn"
+            # a lock opened is unlocked ("open the key safe", "buzz open the building door";
+            # Home Assistant's TurnOn locks it)
+            intent = "HassTurnOff" if "open" in verbs else "HassTurnOn"
         if intent in _OWN_NAMES and found and not set(slots) & {"name", "area", "floor"}:
             # "set a laundry timer": a timer named like one of the home's areas or devices
             # (where the intent takes no area: "cancel the kitchen timer" is the kitchen's)
@@ -826,9 +829,10 @@ class HomeModel:
                 not set(slots) & {*ENTITY_SLOTS, "domain", "device_class"}:
             missing = ("name",)
         if not missing and intent in ("HassTurnOn", "HassTurnOff") and any(
-                w in ("on", "to") and said_number(n)
+                w in ("on", "to") and (said_number(n) or n in _SETTINGS)
                 for w, n in zip(masked, masked[1:], strict=False)):
-            missing = ("name",)      # "put the aircon on eighteen": a setting, not just on
+            missing = ("name",)      # "put the aircon on eighteen", "the air conditioner fan
+            # on low": a setting, not just on
         if not missing and intent == "HassGetState" and not question and _imperative(masked):
             missing = ("name",)      # "wind the awning in", "crack the skylight open": a
             # command (a verb, then what it acts on), not a question

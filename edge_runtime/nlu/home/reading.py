@@ -145,6 +145,8 @@ def remarked(words: list[str], device: Match, place: Match, clauses: set[int],
     broken = [i for i in clauses if device.end <= i <= place.start]
     if broken and words[max(broken)] not in _LOCATIVE:
         return True
+    if [w for w in between if w not in DETERMINERS][-1:] in (["to"], ["into"], ["onto"]):
+        return True      # where it leads ("open the french doors to the backyard")
     return any(w in _SOMEONE or w not in known and not said_number(w) for w in between)
 
 
