@@ -1079,7 +1079,10 @@ class HomeModel:
             # (a list request names its list: "add clean the pond filter to chores" is not
             # about the Pond Lights)
             if m.slot in allowed and m.slot not in slots and not (
-                    listed and m.slot == "name" and m.domain != "todo"):
+                    listed and m.slot == "name" and m.domain != "todo") and not (
+                    intent in TIMER_INTENTS and m.slot == "name" and m.domain):
+                # (a timer is no device: "hold the whitening timer, she needs a rinse" does
+                # not pause the Air Con the rinse was heard as)
                 slots[m.slot] = m.value
         slots.update(self.wild.extract(label, masked, have=slots))
         for key in FREE_SLOTS:

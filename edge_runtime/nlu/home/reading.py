@@ -88,7 +88,8 @@ def delayed(words: list[str]) -> tuple[list[str], list[str]] | None:
 ANNOUNCING = frozenset(("announce", "broadcast", "tell", "say"))
 _TO_ALL = (("to", "the", "whole", "house"), ("to", "the", "house"), ("to", "everyone"),
            ("to", "everybody"), ("everyone",), ("everybody",), ("everywhere",),
-           ("on", "all", "the", "speakers"), ("on", "the", "speakers"), ("that",))
+           ("on", "all", "the", "speakers"), ("on", "the", "speakers"), ("that",),
+           ("a", "message", "saying"), ("a", "message", "that"), ("saying",))
 
 
 _EVERYONE = frozenset(("everyone", "everybody", "all"))
