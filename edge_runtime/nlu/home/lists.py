@@ -203,8 +203,13 @@ class HomeLists:
                         continue
                     if phrase in self._lit and words[i + 1] != phrase[1]:
                         continue
-                    if not _aligned(words[i:i + k], phrase, known):
-                        continue
+                    if not _aligned(words[i:i + k], phrase, known) or any(
+                            not (a.startswith(b) or b.startswith(a))
+                            for m in heard if i <= m.start and m.end <= i + k
+                            for a, b in zip(words[m.start:m.end], phrase[m.start - i:],
+                                            strict=False)):
+                        continue            # (a room heard right stays: "the lights in the
+                                            # hall na" is not the wall fan)
                     score = similarity(span, " ".join(phrase), flat, pkey, cutoff)
                     if score:
                         found.append((len(phrase), k == len(phrase), score, k, -i, phrase))

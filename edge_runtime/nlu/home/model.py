@@ -181,6 +181,7 @@ _DOMAIN_OF = {**NEEDS_DOMAIN, "HassClimateGetTemperature": "climate",
 _KIND_NAMES = {**{w: "tv" for w in ("tv", "tvs", "telly", "television")},
                **{w: w for w in ("radio", "speaker", "soundbar", "stereo", "aircon")},
                "airconditioner": "aircon"}
+_ON_OFF_ASKED = frozenset(("HassTurnOn", "HassTurnOff", "HassGetState"))
 # (not "thermostat", "the vacuum", "the mower": Home Assistant's own words for whichever the
 # room or home has)
 _PLAYED = (MEDIA_WORDS - {"volume", "sound"}) | MEDIA_ITEMS | {"@media_player", "telly",
@@ -272,7 +273,7 @@ def _unmarked_clause(text: str) -> str:
         return text
     raw = text.split()
     said = [normalize_text(t) for t in raw]
-    if not said or said[0] in QUESTION_STARTS and "'" not in raw[0] or \
+    if not said or said[0] in QUESTION_STARTS and not (said[0] == "were" and "'" in raw[0]) or \
             said[0] in COMMAND_VERBS | _LIST_VERBS or \
             said[0] not in REMARKING and not any("'" in t for t in raw[:3]):
         return text      # (only after a remark: "we're ...", "the dog's ...", "i ...")
@@ -479,6 +480,8 @@ class HomeModel:
             # "the call is booked for an hour, set a timer for 55 minutes": the request's)
             return last
         if whole.accepted and (
+                leading_word(said_last) in COMMAND_VERBS and is_action(last.intent) and
+                not is_action(whole.intent) and not asked(text, normalize_text(text).split()) or
                 leading_word(said_last) in COMMAND_VERBS | _DRAWING and
                 is_action(last.intent) and is_action(whole.intent) and
                 whole.intent != last.intent or
@@ -726,13 +729,16 @@ class HomeModel:
                     remarked(words, device, place, _clause_starts(text, words), self._known):
                 del slots[key]       # "..., megan's asleep in the spare room": not the place
                 # (a room to clean is no remark)
-        if intent in _DOMAIN_OF and not set(slots) & set(ENTITY_SLOTS) and "here" not in masked:
-            # "pause the tv" where the one TV is the Roku TV, "aircon fan on high" (not "the
-            # tv in here": the room's)
+        if (intent in _DOMAIN_OF or intent in _ON_OFF_ASKED) and \
+                not set(slots) & set(ENTITY_SLOTS) and "here" not in masked:
+            # "pause the tv" where the one TV is the Roku TV, "aircon fan on high", "is the tv
+            # on" (not "the tv in here": the room's)
             kinds = {_KIND_NAMES[w] for w in masked if w in _KIND_NAMES}
-            called = {self._by_kind.get((_DOMAIN_OF[intent], k)) for k in kinds} - {None}
+            domains = [_DOMAIN_OF[intent]] if intent in _DOMAIN_OF else ["media_player", "climate"]
+            called = {self._by_kind.get((d, k)) for k in kinds for d in domains} - {None}
             if len(called) == 1:
                 slots["name"] = called.pop()
+                fixed = {k: v for k, v in fixed.items() if k != "domain"}   # (its own domain)
         verbs = set(masked[:masked.index("@name")] if "@name" in masked else masked[:2])
         if intent in ("HassTurnOn", "HassTurnOff") and verbs & {"open", "close", "shut"} and \
                 self.lists.names.get(str(slots.get("name"))) == "lock":

@@ -104,6 +104,10 @@ def announcing(words: list[str]) -> bool:
         lead[:1] == ["let"] and "know" in lead[2:4] and bool(_EVERYONE & set(lead[1:3]))
 
 
+_TO_WHOM = (("everyone",), ("everybody",))     # whom "tell" tells; "broadcast everybody ...":
+                                               # the message calls them
+
+
 def announced(words: list[str]) -> str:
     """What an announcement says: the words after "broadcast"/"announce"/"tell everyone"/
     "let everyone know" and who it is for ("announce that dinner is ready" -> "dinner is
@@ -119,6 +123,8 @@ def announced(words: list[str]) -> str:
     while cut:
         cut = False
         for lead in _TO_ALL:
+            if lead in _TO_WHOM and words[at] not in ("tell", "know"):
+                continue
             if tuple(rest[:len(lead)]) == lead and len(rest) > len(lead):
                 rest, cut = rest[len(lead):], True
     return " ".join(rest)

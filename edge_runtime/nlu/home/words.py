@@ -130,7 +130,8 @@ _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$|"
                            re.I)       # ("... ten percent so the cat can get in")
 # hesitations before a request and thanks after it ("um yeah can you uh open the gate cheers")
 _HESITATED = re.compile(r"^(?:(?:um+|uh+|er+|erm|yeah|yep)[,.]?\s+)+|"
-                        r"[,.]?\s+(?:cheers|thanks|thank\s+you|ta|eh)(?:\s+mate)?[.!?]*$", re.I)
+                        r"[,.]?\s+(?:cheers|thanks|thank\s+you|ta|eh|na|lah|abeg)(?:\s+mate)?[.!?]*$",
+                        re.I)          # (the tags of India, Singapore and Nigeria: "na", ...)
 _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+you\s+)?"
                             r"(?:turn|switch|put|set|open|close|shut|lock|unlock|start|stop|"
                             r"play|pause|dim|make|raise|lower)\b)", re.I)
@@ -288,7 +289,8 @@ MEDIA_WORDS = frozenset(("tv", "radio", "music", "speaker", "speakers", "stereo"
 def turned_up_or_down(masked: list[str]) -> bool:
     """"turn up the radio", "turn it down": turned up or down, not on or off."""
     said = set(masked)
-    return "turn" in said and bool(said & {"up", "down"}) and not said & {"on", "off"}
+    return "turn" in said and bool(said & {"up", "down"}) and not said & {"on", "off"} or \
+        leading_word(masked) in ("lower", "raise")          # "lower the speaker"
 
 
 # a device turned on that has its own start: the vacuum cleans, the mower mows
