@@ -181,6 +181,7 @@ _DOMAIN_OF = {**NEEDS_DOMAIN, "HassClimateGetTemperature": "climate",
 _KIND_NAMES = {**{w: "tv" for w in ("tv", "tvs", "telly", "television")},
                **{w: w for w in ("radio", "speaker", "soundbar", "stereo", "aircon")},
                "airconditioner": "aircon"}
+_SHOWN = frozenset(("show", "shows", "series", "programme", "program", "channel", "guide"))
 _ON_OFF_ASKED = frozenset(("HassTurnOn", "HassTurnOff", "HassGetState"))
 # (not "thermostat", "the vacuum", "the mower": Home Assistant's own words for whichever the
 # room or home has)
@@ -261,7 +262,9 @@ _NO_CLAUSE_BEFORE = BEFORE_REQUEST | NEGATIONS | frozenset((
     "to", "i", "we", "they", "he", "she", "lets", "ill", "well", "youll", "theyll", "didnt",
     "forgot", "the", "a", "an", "my", "our", "should", "must", "might", "shall", "may", "help",
     "me", "us", "or", "then", "and", "but", "who", "that", "which", "not", "always", "never",
-    "usually", "sometimes", "also", "dont", "did", "does", "do", "will", "timer", "alarm"))
+    "usually", "sometimes", "also", "dont", "did", "does", "do", "will", "timer", "alarm",
+    "s", "second", "seconds", "sec", "secs", "minute", "minutes", "min", "mins", "hour",
+    "hours"))      # (a command after how long: put off, "in 34 minutes pause the music")
 
 
 def _unmarked_clause(text: str) -> str:
@@ -733,7 +736,8 @@ class HomeModel:
                 not set(slots) & set(ENTITY_SLOTS) and "here" not in masked:
             # "pause the tv" where the one TV is the Roku TV, "aircon fan on high", "is the tv
             # on" (not "the tv in here": the room's)
-            kinds = {_KIND_NAMES[w] for w in masked if w in _KIND_NAMES}
+            kinds = {_KIND_NAMES[w] for w, n in zip(masked, [*masked[1:], ""], strict=True)
+                     if w in _KIND_NAMES and n not in _SHOWN}     # (not "the tv show")
             domains = [_DOMAIN_OF[intent]] if intent in _DOMAIN_OF else ["media_player", "climate"]
             called = {self._by_kind.get((d, k)) for k in kinds for d in domains} - {None}
             if len(called) == 1:

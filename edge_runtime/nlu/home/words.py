@@ -149,7 +149,8 @@ _SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+"
 _POLITE = re.compile(r"^(?:(?:i\s+)?(?:was\s+)?(?:just\s+)?wonder(?:ing)?\s+if\s+(?:you|u)"
                      r"(?:'d|\s+could|\s+would|\s+might|\s+can)|would\s+you\s+be\s+so\s+kind\s+"
                      r"as\s+to|do\s+you\s+think\s+you\s+(?:could|can)|i'?d\s+be\s+grateful\s+if\s+"
-                     r"you(?:'d|\s+could|\s+would))[,]?\s+(?:please\s+|just\s+)?", re.I)
+                     r"you(?:'d|\s+could|\s+would)|i\s+(?:want|need)\s+you\s+to)[,]?\s+"
+                     r"(?:please\s+|just\s+)?", re.I)
 
 
 def commanded(text: str) -> str:
