@@ -21,6 +21,7 @@ from rapidfuzz import fuzz
 
 from ..hass_text import similarity, sound_key, squash
 from ..text import normalize_text
+from .words import said_number
 
 ENTITY_SLOTS = ("area", "floor", "name")
 REPAIR_CUTOFF = 70.0     # hass_text.similarity score a misheard name must reach
@@ -91,6 +92,19 @@ def phrase_words(name: str) -> tuple[str, ...]:
     return tuple(normalize_text(re.sub(r"[\[\]()<>{}|]", "", name)).split())
 
 
+# what stands before and after a room called by its last word ("the parlor fan", "in the
+# parlor please"; not "the bomb shelter", "fix the gallery railing")
+_BEFORE_ROOM = frozenset(("the", "my", "our", "in", "on", "at", "to", "from", "of", "upstairs",
+                          "downstairs"))
+_AFTER_ROOM = frozenset(("light", "lights", "lamp", "lamps", "fan", "fans", "blinds", "blind",
+                         "curtains", "shades", "window", "windows", "door", "heating", "heater",
+                         "tv", "speaker", "music", "temperature", "please", "now", "and", "to",
+                         "is", "are", "on", "off", "up", "down", "too", "for", "at", "with"))
+# words that end a room's name but say no room of their own ("in the house": all of it)
+_NO_HEAD = frozenset(("house", "home", "room", "rooms", "place", "flat", "apartment", "area",
+                      "floor", "level", "side", "space", "unit", "quarters"))
+
+
 @dataclass(frozen=True)
 class Match:
     slot: str            # area | floor | name
@@ -147,6 +161,16 @@ class HomeLists:
             table.setdefault(form, hit)
         for word, floor in stair_floors(self.floors).items():
             table.setdefault((word,), ("floor", floor, ""))   # "the lights upstairs"
+        # a room called by its last word, where no other room ends so ("the parlor": the
+        # Front Parlor, "the bedroom": the Primary Bedroom, in a home with one bedroom)
+        heads: dict[str, list[str]] = {}
+        for area in self.areas:
+            words = phrase_words(area)
+            if len(words) > 1 and len(words[-1]) > 3 and words[-1] not in _NO_HEAD and \
+                    not said_number(words[-1]):
+                heads.setdefault(words[-1], []).append(area)
+        self._heads = {form: ("area", areas[0], "") for head, areas in heads.items()
+                       if len(areas) == 1 for form in _forms((head,)) if form not in table}
         self._table = table
         self._longest = max((len(k) for k in table), default=0)
         # the same phrases with their spaces dropped: recognizers and people split and join
@@ -273,6 +297,11 @@ class HomeLists:
                 hit = self._table.get(span)
                 if hit is None and len(flat := "".join(span)) >= _MIN_JOINED:
                     hit = self._joined.get(flat)
+                if hit is None and n == 1 and span in self._heads and \
+                        words[i - 1:i] in ([], *([w] for w in _BEFORE_ROOM)) and \
+                        (i + 1 == len(words) or words[i + 1] not in _NO_HEAD and
+                         (words[i + 1] in _AFTER_ROOM or not words[i + 1].isalpha())):
+                    hit = self._heads[span]      # "in the parlor" (not "the bomb shelter")
                 if hit is not None and not (hit[0] == "name" and set(words[i:i + n]) <= skip):
                     out.append(Match(hit[0], hit[1], hit[2], i, i + n))
                     i += n

@@ -843,6 +843,13 @@ class HomeModel:
                 for w, n in zip(masked, masked[1:], strict=False)):
             missing = ("name",)      # "put the aircon on eighteen", "the air conditioner fan
             # on low": a setting, not just on
+        if not missing and intent in ("HassTurnOn", "HassTurnOff") and any(
+                w == "get" and n in DETERMINERS | {"@name"}
+                for w, n in zip(masked, masked[1:], strict=False)) and \
+                not set(masked) & (TURNED | RUNNING):
+            missing = ("name",)      # "get the lights": on, or off? (each, where it is said)
+        if not missing and intent == "HassGetState" and not question and "please" in masked:
+            missing = ("name",)      # "pocket door closed please": asked of it, not about it
         if not missing and intent == "HassGetState" and not question and _imperative(masked):
             missing = ("name",)      # "wind the awning in", "crack the skylight open": a
             # command (a verb, then what it acts on), not a question

@@ -139,6 +139,10 @@ _SOMEONE = frozenset(("i", "im", "we", "were", "he", "hes", "she", "shes", "they
                       "its", "theres"))
 
 
+# and a reason or a time said there ("close the roof blinds before the conservatory cooks")
+_WHEN = frozenset(("before", "because", "while", "until", "since", "so", "after", "cos", "when"))
+
+
 def remarked(words: list[str], device: Match, place: Match, clauses: set[int],
              known: frozenset[str]) -> bool:
     """A room or floor said after the device in a remark, not as where the device is: in a
@@ -154,7 +158,7 @@ def remarked(words: list[str], device: Match, place: Match, clauses: set[int],
         return True
     if [w for w in between if w not in DETERMINERS][-1:] in (["to"], ["into"], ["onto"]):
         return True      # where it leads ("open the french doors to the backyard")
-    return any(w in _SOMEONE or w not in known and not said_number(w) for w in between)
+    return any(w in _SOMEONE | _WHEN or w not in known and not said_number(w) for w in between)
 
 
 def particle(masked: list[str]) -> str:

@@ -335,7 +335,7 @@ UN_HEARD = (*((heard, "unpause") for heard in (
             *((heard, "unlock") for heard in (("and", "lock"), ("an", "lock"), ("un", "lock"))))
 
 
-DONE = frozenset(("done", "complete", "completed", "finished"))
+DONE = frozenset(("done", "complete", "completed", "finished", "bought", "purchased"))
 
 
 _AFTER_REQUEST = frozenset(("please", "thanks", "now", "again"))
@@ -414,7 +414,8 @@ VACUUMING = frozenset(("vacuum", "vacuuming", "vac", "hoover", "hoovering", "rob
                        "cleaning", "cleaner", "roomba", "dock", "charger", "base", "home",
                        "hoovered", "vacuumed", "sweep", "sweeping"))
 KIND_WORDS = {"HassLawnMowerStartMowing": MOWING, "HassLawnMowerDock": MOWING,
-              "HassVacuumStart": VACUUMING, "HassVacuumReturnToBase": VACUUMING}
+              "HassVacuumStart": VACUUMING, "HassVacuumReturnToBase": VACUUMING,
+              "HassVacuumCleanArea": VACUUMING}         # ("mow the balcony" cleans nothing)
 # what says a message is for the whole house (an announcement on its speakers)
 TO_EVERYONE = frozenset(("announce", "announcement", "broadcast", "everyone", "everybody",
                          "everywhere", "house", "home", "family", "speakers", "all", "whole"))
