@@ -1251,3 +1251,34 @@ def test_dialect_words_a_room_named_like_a_verb_and_a_lock_opened(model: HomeMod
     # something to play that nobody knows, in a room, never lights the room
     p = home.parse("put on the proclaimers in the front room")
     assert not (p.accepted and p.intent == "HassTurnOn")
+
+
+def test_a_room_by_its_last_word_get_the_lights_and_a_timer_named_as_said(
+        model: HomeModel) -> None:
+    lists = HomeLists(("front parlor", "kitchen", "household shelter", "pump house"), (),
+                      {"propeller fan": "fan", "tiffany lamp": "light", "pocket door": "cover",
+                       "building door": "lock", "french doors": "cover", "air con": "climate",
+                       "chores": "todo"})
+    # "the parlor" is the Front Parlor; "the house" is all of it; "the bomb shelter" no room
+    found = lists.matches("turn off the lights in the parlor".split())
+    assert [(m.slot, m.value) for m in found] == [("area", "front parlor")]
+    assert lists.matches("all the lights in the house".split()) == []
+    assert lists.matches("remove clean the bomb shelter from chores".split())[-1].value == \
+        "chores"
+    assert all(m.slot != "area" for m in lists.matches("fix the parlor railing".split()))
+    home = model.with_lists(lists)
+    # "get the lights": on, or off? asked back; "get some light": on
+    assert not home.parse("get the tiffany lamp for me").accepted
+    # "... closed please" asks for it, not about it
+    assert not (home.parse("pocket door closed please").intent == "HassGetState" and
+                home.parse("pocket door closed please").accepted)
+    # a lock opened by any verb is unlocked; a room a door leads to is not where it is
+    p = home.parse("buzz open the building door")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    assert "area" not in home.parse("open the french doors to the kitchen").slots
+    # a timer is named as said, never after a device the words were heard as
+    p = home.parse("hold the whitening timer, she needs a rinse")
+    assert p.slots.get("name") != "air con"
+    # "broadcast a message saying ...": what follows
+    assert home.parse("broadcast a message saying lunch is here").slots.get("message") == \
+        "lunch is here"
