@@ -1282,3 +1282,15 @@ def test_a_room_by_its_last_word_get_the_lights_and_a_timer_named_as_said(
     # "broadcast a message saying ...": what follows
     assert home.parse("broadcast a message saying lunch is here").slots.get("message") == \
         "lunch is here"
+
+
+def test_removing_from_the_shopping_list_completes_it_as_home_assistant_says(
+        model: HomeModel) -> None:
+    # the pinned templates: "(delete|remove) {item} from [my|the] [shopping] list" is
+    # HassShoppingListCompleteItem; a to-do list of another name is HassListRemoveItem's
+    home = model.with_lists(HomeLists(("kitchen",), (), {"shopping list": "todo",
+                                                         "chores": "todo"}))
+    p = home.parse("remove cat food from the shopping list")
+    assert p.intent == "HassShoppingListCompleteItem" and "name" not in p.slots
+    p = home.parse("remove pay the bills from the chores list")
+    assert (p.intent, p.slots.get("name")) == ("HassListRemoveItem", "chores")

@@ -193,6 +193,8 @@ _NOT_PLAYED = LIGHT_WORDS | COVER_WORDS | (CLIMATE_WORDS - {"degrees"}) | {
 # Assistant's templates have "add milk to the shopping list" both ways)
 ON_SHOPPING_LIST = {"HassListAddItem": "HassShoppingListAddItem",
                     "HassListCompleteItem": "HassShoppingListCompleteItem"}
+# (and "remove X from the shopping list": Home Assistant's templates say it completes the item)
+_ON_SHOPPING_LIST = {**ON_SHOPPING_LIST, "HassListRemoveItem": "HassShoppingListCompleteItem"}
 # the words that say what kind of media is asked for
 _KINDS_SAID = MEDIA_ITEMS | frozenset(("artist", "artists", "band", "album", "albums", "track",
                                       "tracks", "songs", "playlists", "podcasts", "episodes",
@@ -777,8 +779,8 @@ class HomeModel:
             item = listed_item(heard if len(heard) == len(words) else words, found)
             if item:
                 slots["item"] = item
-        if intent in ON_SHOPPING_LIST and str(slots.get("name", "")).casefold() == "shopping list":
-            intent = ON_SHOPPING_LIST[intent]    # "stick it on the shopping list"
+        if intent in _ON_SHOPPING_LIST and str(slots.get("name", "")).casefold() == "shopping list":
+            intent = _ON_SHOPPING_LIST[intent]    # "stick it on the shopping list"
             del slots["name"]
         for key in ("volume_level", "brightness", "position"):
             level = slots.get(key)
