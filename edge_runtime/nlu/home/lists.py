@@ -99,7 +99,8 @@ _BEFORE_ROOM = frozenset(("the", "my", "our", "in", "on", "at", "to", "from", "o
 _AFTER_ROOM = frozenset(("light", "lights", "lamp", "lamps", "fan", "fans", "blinds", "blind",
                          "curtains", "shades", "window", "windows", "door", "heating", "heater",
                          "tv", "speaker", "music", "temperature", "please", "now", "and", "to",
-                         "is", "are", "on", "off", "up", "down", "too", "for", "at", "with"))
+                         "is", "are", "on", "off", "up", "down", "too", "for", "at", "with",
+                         "before", "after", "while", "when", "because", "so", "tonight", "today"))
 # words that end a room's name but say no room of their own ("in the house": all of it)
 _NO_HEAD = frozenset(("house", "home", "room", "rooms", "place", "flat", "apartment", "area",
                       "floor", "level", "side", "space", "unit", "quarters"))
