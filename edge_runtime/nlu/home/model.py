@@ -181,7 +181,9 @@ _DOMAIN_OF = {**NEEDS_DOMAIN, "HassClimateGetTemperature": "climate",
 _KIND_NAMES = {**{w: "tv" for w in ("tv", "tvs", "telly", "television")},
                **{w: w for w in ("radio", "speaker", "soundbar", "stereo", "aircon")},
                "airconditioner": "aircon"}
+# what a kind's word names when said before them ("the tv show": something to watch)
 _SHOWN = frozenset(("show", "shows", "series", "programme", "program", "channel", "guide"))
+# intents of any domain that a device called by its kind's word may take ("is the tv on")
 _ON_OFF_ASKED = frozenset(("HassTurnOn", "HassTurnOff", "HassGetState"))
 # (not "thermostat", "the vacuum", "the mower": Home Assistant's own words for whichever the
 # room or home has)

@@ -288,7 +288,8 @@ MEDIA_WORDS = frozenset(("tv", "radio", "music", "speaker", "speakers", "stereo"
 
 
 def turned_up_or_down(masked: list[str]) -> bool:
-    """"turn up the radio", "turn it down": turned up or down, not on or off."""
+    """"turn up the radio", "turn it down", "lower the speaker": turned up or down, not on or
+    off."""
     said = set(masked)
     return "turn" in said and bool(said & {"up", "down"}) and not said & {"on", "off"} or \
         leading_word(masked) in ("lower", "raise")          # "lower the speaker"
