@@ -298,7 +298,7 @@ def _imperative(masked: list[str]) -> bool:
     return lead < len(masked) and masked[lead] not in QUESTION_STARTS and (
         masked[lead] in COMMAND_VERBS | _DRAWING or
         masked[lead + 1:lead + 2] in (["the"], ["my"], ["our"]) and
-        masked[lead] not in DETERMINERS | _QUANTIFIERS | QUESTION_STARTS and
+        masked[lead] not in DETERMINERS | _QUANTIFIERS and
         not masked[lead].startswith("@"))
 
 
@@ -730,12 +730,13 @@ class HomeModel:
                 slots["name"] = kin[0].value
         device = next((m for m in found if m.slot == "name" and m.value == slots.get("name")),
                       None)
-        for key in ("area", "floor"):
-            place = next((m for m in found if m.slot == key and m.value == slots.get(key)), None)
-            if device and place and intent != "HassVacuumCleanArea" and \
-                    remarked(words, device, place, _clause_starts(text, words), self._known):
-                del slots[key]       # "..., megan's asleep in the spare room": not the place
-                # (a room to clean is no remark)
+        if device is not None and intent != "HassVacuumCleanArea":   # (a room to clean is no
+            places = [m for m in found if m.slot in ("area", "floor") and   # remark)
+                      m.value == slots.get(m.slot)]
+            starts = _clause_starts(text, words) if places else set()
+            for place in places:
+                if remarked(words, device, place, starts, self._known):
+                    del slots[place.slot]   # "..., megan's asleep in the spare room": not there
         if (intent in _DOMAIN_OF or intent in _ON_OFF_ASKED) and \
                 not set(slots) & set(ENTITY_SLOTS) and "here" not in masked:
             # "pause the tv" where the one TV is the Roku TV, "aircon fan on high", "is the tv
@@ -747,8 +748,9 @@ class HomeModel:
             if len(called) == 1:
                 slots["name"] = called.pop()
                 fixed = {k: v for k, v in fixed.items() if k != "domain"}   # (its own domain)
-        verbs = set(masked[:masked.index("@name")] if "@name" in masked else masked[:2])
-        if intent in ("HassTurnOn", "HassTurnOff") and verbs & {"open", "close", "shut"} and \
+        verbs = set(masked[:masked.index("@name")] if "@name" in masked else masked[:2]) \
+            if intent in ("HassTurnOn", "HassTurnOff") else set()
+        if verbs & {"open", "close", "shut"} and \
                 self.lists.names.get(str(slots.get("name"))) == "lock":
             # a lock opened is unlocked ("open the key safe", "buzz open the building door";
             # Home Assistant's TurnOn locks it)

@@ -87,7 +87,7 @@ def delayed(words: list[str]) -> tuple[list[str], list[str]] | None:
 # the verbs of an announcement ("announce that ...", "tell everyone ...")
 ANNOUNCING = frozenset(("announce", "broadcast", "tell", "say"))
 _TO_ALL = (("to", "the", "whole", "house"), ("to", "the", "house"), ("to", "everyone"),
-           ("to", "everybody"), ("everyone",), ("everybody",), ("everywhere",),
+           ("to", "everybody"), ("everywhere",),
            ("on", "all", "the", "speakers"), ("on", "the", "speakers"), ("that",),
            ("a", "message", "saying"), ("a", "message", "that"), ("saying",))
 
@@ -104,8 +104,9 @@ def announcing(words: list[str]) -> bool:
         lead[:1] == ["let"] and "know" in lead[2:4] and bool(_EVERYONE & set(lead[1:3]))
 
 
-_TO_WHOM = (("everyone",), ("everybody",))     # whom "tell" tells; "broadcast everybody ...":
-                                               # the message calls them
+# whom "tell" (and "let ... know") tells; in "broadcast everybody come for dinner" the
+# message calls them
+_TO_WHOM = (("everyone",), ("everybody",))
 
 
 def announced(words: list[str]) -> str:
@@ -119,12 +120,11 @@ def announced(words: list[str]) -> str:
     if at is None:
         return ""
     rest = words[at + 1:]
+    leads = _TO_ALL + (_TO_WHOM if words[at] in ("tell", "know") else ())
     cut = True
     while cut:
         cut = False
-        for lead in _TO_ALL:
-            if lead in _TO_WHOM and words[at] not in ("tell", "know"):
-                continue
+        for lead in leads:
             if tuple(rest[:len(lead)]) == lead and len(rest) > len(lead):
                 rest, cut = rest[len(lead):], True
     return " ".join(rest)
