@@ -154,10 +154,17 @@ class HomeLists:
                     table.setdefault(form, (slot, value, domain))
                 spelled.extend((form, (slot, value, domain)) for form in _spelled(words))
         # then the same phrases said another way, where no phrase of the home is said so
+        places = {f for p in (*self.areas, *self.floors) for f in _forms(phrase_words(p))}
         for form in sorted(plain):
             for other in said_otherwise([form]):
                 for said in _forms(other):       # ("the telly's loud": "tellys")
                     table.setdefault(said, table[form])
+            if len(form) > 1 and form[-1] in _LIT and form[:-1] not in places and \
+                    form[-2] != "floor":
+                # a lamp is called a light and a light a lamp, as the last word of a name
+                # ("the night lamp": the Night Light); never a one-word name, nor a place's
+                # ("the kitchen lamps" are the Kitchen's lights, not its Kitchen Light)
+                table.setdefault((*form[:-1], _LIT[form[-1]]), table[form])
         for form, hit in spelled:
             table.setdefault(form, hit)
         for word, floor in stair_floors(self.floors).items():
@@ -335,6 +342,7 @@ class HomeLists:
 # Lamp (a name as the home says it always wins over one found through these)
 _SAME = (("tv", "telly", "television", "tele"), ("sofa", "couch", "settee"))
 _SAME_AS = {w: group for group in _SAME for w in group}
+_LIT = {"light": "lamp", "lamp": "light", "lights": "lamps", "lamps": "lights"}
 
 
 def _forms(words: tuple[str, ...]) -> list[tuple[str, ...]]:

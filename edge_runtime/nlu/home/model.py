@@ -39,7 +39,7 @@ from .words import (
     KELVIN_WORDS, KIND_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS,
     NOT_LIGHTS, NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES,
     STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED,
-    UNIT_WORDS, UP, asked, commanded, excepted, leading_word, named_kinds, negated,
+    UNIT_WORDS, UP, as_said, asked, commanded, excepted, leading_word, named_kinds, negated,
     number_word, renumbered, repair_commands, said_number, said_plainly, told,
     turned_up_or_down)
 
@@ -181,6 +181,11 @@ _DOMAIN_OF = {**NEEDS_DOMAIN, "HassClimateGetTemperature": "climate",
 _KIND_NAMES = {**{w: "tv" for w in ("tv", "tvs", "telly", "television")},
                **{w: w for w in ("radio", "speaker", "soundbar", "stereo", "aircon")},
                "airconditioner": "aircon"}
+# where free text ends and its player or room begins ("jazz [on the] kitchen speaker",
+# "texas country [out by the] pool")
+_TO_PLACE = frozenset(("on", "in", "at", "through", "by"))
+_OWNED = frozenset(("the", "my", "our"))
+_OUT_THERE = frozenset(("out", "up", "down", "over"))
 # what a kind's word names when said before them ("the tv show": something to watch)
 _SHOWN = frozenset(("show", "shows", "series", "programme", "program", "channel", "guide"))
 # intents of any domain that a device called by its kind's word may take ("is the tv on")
@@ -861,6 +866,9 @@ class HomeModel:
             # command (a verb, then what it acts on), not a question
         if not missing and intent in _SAY_TIMER and not set(masked) & _TIMER_WORDS:
             missing = ("timer",)       # "pause this": the music, or a timer?
+        for key in FREE_SLOTS:
+            if key in slots:
+                slots[key] = as_said(str(slots[key]), heard)
         return HomeParse(intent, confidence, slots,
                          accepted=confidence >= self.threshold(intent) and not missing
                          and not ((told(masked) or self._described(text)) and
@@ -1047,12 +1055,20 @@ class HomeModel:
         for m in self.lists.matches(words):
             if key == "item" and m.domain != "todo":
                 continue
-            at = m.start - (m.start > 0 and words[m.start - 1] == "the")
-            if at > 0 and words[at - 1] in ("on", "in", "at", "through"):
-                slots[key] = " ".join(words[:at - 1])
+            at = m.start - (m.start > 0 and words[m.start - 1] in _OWNED)
+            if at > 1 and words[at - 1] in _TO_PLACE:
+                cut = at - 1 - (at > 2 and words[at - 2] in _OUT_THERE)  # "out by the pool"
+                slots[key] = " ".join(words[:cut])
                 if m.slot in allowed and m.slot not in slots:
                     slots[m.slot] = m.value
                 return
+        if key == "search_query" and len(words) > 2 and words[-1] in _KIND_NAMES and \
+                words[-2 - (words[-2] in _OWNED)] in _TO_PLACE:
+            # "play poldark on the tv": the home's one TV, when it has one
+            player = self._by_kind.get(("media_player", _KIND_NAMES[words[-1]]))
+            if player and "name" in allowed and "name" not in slots:
+                slots[key] = " ".join(words[:-2 - (words[-2] in _OWNED)])
+                slots["name"] = player
 
     def _slots(self, intent: str, label: str, text: str, found: list[Match],
                masked: list[str]) -> dict:

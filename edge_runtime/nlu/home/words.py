@@ -364,8 +364,9 @@ def repair_commands(words: list[str]) -> list[str]:
         if tuple(words[:len(heard)]) == heard:
             return [meant, *words[len(heard):]]
     # the "-ed" of a state at the end of a question, lost before the pause ("is the garden
-    # gate lock", "is the skylight close")
-    if len(words) > 2 and words[0] in ("is", "are") and words[-1] in STATE_OF_VERB:
+    # gate lock", "is the skylight close"; not a place: "is the light on in the close")
+    if len(words) > 2 and words[0] in ("is", "are") and words[-1] in STATE_OF_VERB and \
+            words[-2] not in DETERMINERS:
         return [*words[:-1], STATE_OF_VERB[words[-1]]]
     return words
 
@@ -392,6 +393,20 @@ def said_plainly(words: list[str], names: frozenset[str] = frozenset()) -> list[
             continue
         out.extend(plain)
     return out
+
+
+def as_said(value: str, heard: list[str]) -> str:
+    """A free text (a list item, a search query) in the words ``heard``, where
+    :func:`said_plainly` changed them for the model ("add aircon filter": aircon filter)."""
+    words = value.split()
+    for said, plain in _SAID_AS.items():
+        n = len(plain)
+        if said in heard and said not in words:
+            for i in range(len(words) - n + 1):
+                if tuple(words[i:i + n]) == plain:
+                    words[i:i + n] = [said]
+                    break
+    return " ".join(words)
 
 
 def number_word(word: str) -> bool:
