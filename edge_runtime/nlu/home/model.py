@@ -40,7 +40,7 @@ from .words import (
     NOT_LIGHTS, NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES,
     STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED,
     UNIT_WORDS, UP, as_said, asked, commanded, excepted, leading_word, named_kinds, negated,
-    number_word, renumbered, repair_commands, said_number, said_plainly, told,
+    number_word, own_doing, renumbered, repair_commands, said_number, said_plainly, told,
     turned_up_or_down)
 
 
@@ -181,6 +181,18 @@ _DOMAIN_OF = {**NEEDS_DOMAIN, "HassClimateGetTemperature": "climate",
 _KIND_NAMES = {**{w: "tv" for w in ("tv", "tvs", "telly", "television")},
                **{w: w for w in ("radio", "speaker", "soundbar", "stereo", "aircon")},
                "airconditioner": "aircon"}
+# what follows a device called by its first word alone ("pause the roku", "the roku
+# volume", "switch the immersion on")
+_AFTER_FIRST = [[], *([w] for w in ("on", "off", "up", "down", "volume", "please", "now"))]
+# (not a place or time said around a request: "before my shower", "from the van")
+_PLACING = [[w] for w in ("before", "after", "for", "from", "in", "at", "by", "with", "of",
+                          "until", "till", "into", "to")]
+# who does something in a clause: a time said there is theirs, no command's
+_SUBJECTS = frozenset(("i", "we", "he", "she", "they", "im", "ill", "were", "well", "hes",
+                       "shes", "theyre", "theyll"))
+# what is switched, never opened: "open" and "close" say on and off
+_SWITCHED = frozenset(("light", "switch", "fan"))
+_OPEN_AS = {"open": "on", "opened": "on", "closed": "off", "shut": "off"}
 # where free text ends and its player or room begins ("jazz [on the] kitchen speaker",
 # "texas country [out by the] pool")
 _TO_PLACE = frozenset(("on", "in", "at", "through", "by"))
@@ -382,6 +394,30 @@ class HomeModel:
             if last and last[0] in _KIND_NAMES:
                 by_kind.setdefault((domain, _KIND_NAMES[last[0]]), []).append(name)
         self._by_kind = {k: names[0] for k, names in by_kind.items() if len(names) == 1}
+        # the devices called by a first word no other name or area has ("the roku": the
+        # Roku TV); only a word the model never saw, so never "the kitchen" or "the desk"
+        firsts: dict[str, list[tuple[str, ...]]] = {}
+        for name in lists.names:
+            words = tuple(normalize_text(name).split())
+            if len(words) > 1 and len(words[0]) > 2:
+                firsts.setdefault(words[0], []).append(words)
+        places = {w for p in (*lists.areas, *lists.floors) for w in normalize_text(p).split()}
+        self._firsts = {w: names[0] for w, names in firsts.items()
+                        if len(names) == 1 and w not in places}
+
+    def _first_named(self, words: list[str]) -> list[str]:
+        """``words`` with a device called by its name's unseen first word said whole ("pause
+        the roku": the roku tv), where nothing of the home is said there already."""
+        hits = [i for i, w in enumerate(words) if w in self._firsts and w not in self.vocab
+                and i > 0 and words[i - 1] in _OWNED and words[i + 1:i + 2] in _AFTER_FIRST
+                and words[i - 2:i - 1] not in _PLACING]
+        if not hits or set(words) & {"list", "timer", "timers"}:
+            return words
+        covered = {i for m in self.lists.matches(words) for i in range(m.start, m.end)}
+        for i in reversed(hits):
+            if i not in covered:
+                words = [*words[:i], *self._firsts[words[i]], *words[i + 1:]]
+        return words
 
     @property
     def intents(self) -> list[str]:
@@ -526,6 +562,9 @@ class HomeModel:
         alone is an action done on its own and the span is a timer's; else None."""
         if command[0] in _SAID_LATER:
             return None    # ("announce that we're leaving in five minutes": what it says)
+        if set(command) & _SUBJECTS:
+            return None    # ("open the globe pendant, we eat in five minutes": when they
+            # eat; "i'm in the metro, i arrive in twenty minutes": no command at all)
         now = self._parse(" ".join(command))
         if not (now.accepted and is_action(now.intent)) or now.intent in TIMER_INTENTS or \
                 now.intent == "HassBroadcast" or REQUIRED.get(now.intent) == ("item",):
@@ -684,6 +723,7 @@ class HomeModel:
                             for m in new):
                 words = repaired
         words = self.lists.reordered(words)
+        words = self._first_named(words)
         options: list[list[Match]] = [named_once(not_the_verb(words, self.lists.matches(words)))]
         if (passed := addressed(words, options[0])) is not words:
             words, options = passed, [named_once(not_the_verb(passed, self.lists.matches(passed)))]
@@ -760,6 +800,15 @@ class HomeModel:
             # a lock opened is unlocked ("open the key safe", "buzz open the building door";
             # Home Assistant's TurnOn locks it)
             intent = "HassTurnOff" if "open" in verbs else "HassTurnOn"
+        kind = slots.get("domain") or fixed.get("domain") or \
+            self.lists.names.get(str(slots.get("name")))
+        if kind in _SWITCHED and "device_class" not in {**slots, **fixed}:
+            # a light opened is on, closed off ("open the lights in the backyard", "are the
+            # lights of the kitchen open": said so in French, Hindi and other Englishes)
+            if verbs & {"open", "close", "shut"}:
+                intent = "HassTurnOn" if "open" in verbs else "HassTurnOff"
+            if intent == "HassGetState" and slots.get("state") in _OPEN_AS:
+                slots["state"] = _OPEN_AS[slots["state"]]
         if intent in _OWN_NAMES and found and not set(slots) & {"name", "area", "floor"}:
             # "set a laundry timer": a timer named like one of the home's areas or devices
             # (where the intent takes no area: "cancel the kitchen timer" is the kitchen's)
@@ -874,7 +923,9 @@ class HomeModel:
                          and not ((told(masked) or self._described(text)) and
                                   not (question and not is_action(intent)))
                          and not self._elsewhere(intent, masked) and not left_as_is(masked)
-                         and not (is_action(intent) and excepted(masked))
+                         and not (is_action(intent) and (excepted(masked) or own_doing(masked)))
+                         and not (intent == "HassGetState" and not question and negated(masked))
+                         and not _SUBJECTS & set(str(slots.get("conversation_command", "")).split())
                          and not (is_action(intent) and (question or self._unsaid(intent, masked))),
                          missing=missing, runner_up=second)
 

@@ -73,6 +73,13 @@ def negated(masked: list[str]) -> bool:
                for i, w in enumerate(masked))   # ("don't off the floodlight yet")
 
 
+def own_doing(words: list[str]) -> bool:
+    """The speaker says what they will do themselves: "I'll switch the geyser off just
+    now", "we will close the blinds later" (not "I'll have the lights on, please")."""
+    k = 1 if words[:1] == ["ill"] else 2 if words[:2] in (["i", "will"], ["we", "will"]) else 0
+    return bool(k) and any(w in COMMAND_VERBS for w in words[k:k + 2])
+
+
 # and the verbs that say to leave a device as it is
 _NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust", "cut"} | {
     "turns", "switches", "shuts", "closes", "opens", "locks", "puts", "sets"}  # "she never turns"
