@@ -29,7 +29,10 @@ SPLIT_CUTOFF = 92.0      # letters alike (rapidfuzz ratio) for a name heard one 
 _NOT_FIRST = frozenset(("the", "a", "an", "my", "our", "and", "to", "on", "in", "of", "off"))
 # words a request says for what they mean, never a misheard name word
 _SAID_FOR_ITSELF = frozenset(("timer", "timers", "list", "volume", "music", "temperature",
-                              "alarm", "song", "playlist", "album"))
+                              "alarm", "song", "playlist", "album",
+                              # a question's own word ("what temperature's the boiler
+                              # reading" is no Heated Propagator)
+                              "what", "whats", "how", "hows", "where", "which", "who"))
 _MIN_JOINED = 6          # letters a phrase needs to match with its spaces dropped
 _WORD_ALIKE = 34.0       # rapidfuzz ratio a never-seen word needs to the name word it replaces
 

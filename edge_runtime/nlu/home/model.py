@@ -198,6 +198,8 @@ _OPEN_AS = {"open": "on", "opened": "on", "closed": "off", "shut": "off"}
 _TO_PLACE = frozenset(("on", "in", "at", "through", "by"))
 _OWNED = frozenset(("the", "my", "our"))
 _OUT_THERE = frozenset(("out", "up", "down", "over"))
+# the TV said another way, only to what a player does ("pause the box"; a Fuse Box is no TV)
+_PLAYER_SLANG = {"box": "tv"}
 # what a kind's word names when said before them ("the tv show": something to watch)
 _SHOWN = frozenset(("show", "shows", "series", "programme", "program", "channel", "guide"))
 # intents of any domain that a device called by its kind's word may take ("is the tv on")
@@ -786,8 +788,10 @@ class HomeModel:
                 not set(slots) & set(ENTITY_SLOTS) and "here" not in masked:
             # "pause the tv" where the one TV is the Roku TV, "aircon fan on high", "is the tv
             # on" (not "the tv in here": the room's)
-            kinds = {_KIND_NAMES[w] for w, n in zip(masked, [*masked[1:], ""], strict=True)
-                     if w in _KIND_NAMES and n not in _SHOWN}     # (not "the tv show")
+            said_as = {**_KIND_NAMES, **_PLAYER_SLANG} if intent in _PLAYER_INTENTS else \
+                _KIND_NAMES
+            kinds = {said_as[w] for w, n in zip(masked, [*masked[1:], ""], strict=True)
+                     if w in said_as and n not in _SHOWN}     # (not "the tv show")
             domains = [_DOMAIN_OF[intent]] if intent in _DOMAIN_OF else ["media_player", "climate"]
             called = {self._by_kind.get((d, k)) for k in kinds for d in domains} - {None}
             if len(called) == 1:
@@ -800,6 +804,14 @@ class HomeModel:
             # a lock opened is unlocked ("open the key safe", "buzz open the building door";
             # Home Assistant's TurnOn locks it)
             intent = "HassTurnOff" if "open" in verbs else "HassTurnOn"
+        if slots.get("device_class") == "door" and \
+                normalize_text(str(slots.get("area", ""))) == "garage" and any(
+                    w == "garage" and n in ("door", "doors")
+                    for w, n in zip(words, words[1:], strict=False)):
+            # "open the garage door": Home Assistant's class of its own (garage), not the
+            # doors of an area called Garage
+            del slots["area"]
+            slots["device_class"] = "garage"
         kind = slots.get("domain") or fixed.get("domain") or \
             self.lists.names.get(str(slots.get("name")))
         if kind in _SWITCHED and "device_class" not in {**slots, **fixed}:
@@ -913,6 +925,9 @@ class HomeModel:
         if not missing and intent == "HassGetState" and not question and _imperative(masked):
             missing = ("name",)      # "wind the awning in", "crack the skylight open": a
             # command (a verb, then what it acts on), not a question
+        if not missing and intent == "HassGetWeather" and not question and \
+                (masked[:1] == ["its"] or masked[:2] == ["it", "is"]):
+            missing = ("name",)      # "it's nithering out there today": said, not asked
         if not missing and intent in _SAY_TIMER and not set(masked) & _TIMER_WORDS:
             missing = ("timer",)       # "pause this": the music, or a timer?
         for key in FREE_SLOTS:

@@ -160,10 +160,31 @@ _POLITE = re.compile(r"^(?:(?:i\s+)?(?:was\s+)?(?:just\s+)?wonder(?:ing)?\s+if\s
                      r"(?:please\s+|just\s+)?", re.I)
 
 
+# "would you mind adding lefse to the list", "could ya mind turning the fan off": the verb
+_MIND = re.compile(r"^(?:(?:would|could|will|do)\s+)?(?:you|ya|u)\s+mind\s+(?P<verb>[a-z]+ing)\b",
+                   re.I)
+_GERUNDS = {"adding": "add", "turning": "turn", "switching": "switch", "putting": "put",
+            "setting": "set", "opening": "open", "closing": "close", "shutting": "shut",
+            "locking": "lock", "unlocking": "unlock", "starting": "start", "stopping": "stop",
+            "playing": "play", "pausing": "pause", "resuming": "resume", "removing": "remove",
+            "dimming": "dim", "checking": "check", "making": "make", "cancelling": "cancel",
+            "canceling": "cancel", "muting": "mute", "unmuting": "unmute", "skipping": "skip",
+            "raising": "raise", "lowering": "lower", "running": "run", "killing": "kill",
+            "popping": "pop", "sticking": "stick", "taking": "take", "getting": "get"}
+
+
+def _minded(text: str) -> str:
+    m = _MIND.match(text.strip())
+    if m is None or m.group("verb").lower() not in _GERUNDS:
+        return text
+    return _GERUNDS[m.group("verb").lower()] + text.strip()[m.end():]
+
+
 def commanded(text: str) -> str:
     """``text`` without the clause that spares a device or the reason around the command, and
     without the hesitations and the long way round before it and thanks after it."""
-    bare = _SPARED_BEFORE.sub("", _SPARED.sub("", _POLITE.sub("", _HESITATED.sub("", text))))
+    bare = _SPARED_BEFORE.sub("", _SPARED.sub("", _minded(_POLITE.sub("",
+                                                                     _HESITATED.sub("", text)))))
     bare = _REASON_AFTER.sub("", bare)
     return _REASON_BEFORE.sub("", bare) or text
 
