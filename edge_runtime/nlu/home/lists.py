@@ -225,6 +225,9 @@ class HomeLists:
                         for m in heard):
                     continue            # (a name heard right is never cut: "dust extractor
                                         # filled" is not the extractor fan)
+                if words[i + k:i + k + 1] in (["timer"], ["timers"]):
+                    continue            # a timer's own name ("set a scones timer" is no
+                                        # Air Con timer)
                 span = " ".join(words[i:i + k])
                 key = sound_key(span)
                 for phrase, flat, pkey in self._sounds.get(key[:1], ()):

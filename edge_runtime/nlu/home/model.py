@@ -843,6 +843,16 @@ class HomeModel:
             slots = {"name": player or slots["name"],
                      **{k: v for k, v in slots.items() if k in ("area", "floor")}}
             intent = "HassTurnOn"
+        if intent == "HassTurnOn" and masked[:1] == ["put"] and \
+                self.lists.names.get(str(slots.get("name"))) == "media_player":
+            # "put radio four on the wireless": something to play, on that player
+            at = masked.index("@media_player") - 1 if "@media_player" in masked else 0
+            end = at - 1 - (at > 1 and masked[at - 1] in _OWNED)
+            said = masked[1:end] if end > 1 and masked[end] == "on" else []
+            if said and not set(said) & (BACK | {"this", "that", "these", "those"}) and \
+                    not any(w.startswith("@") for w in said):
+                intent = "HassMediaSearchAndPlay"
+                slots = {"name": slots["name"], "search_query": " ".join(said)}
         if REQUIRED.get(intent) == ("item",):
             # "put lock the barn door on the chores list", as said (not as repaired), and
             # "add set up the tv in the playroom to chores" whole

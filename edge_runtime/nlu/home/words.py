@@ -198,7 +198,7 @@ _UNIT = r"\s*(?:percent|%|degrees|minutes?|seconds?|hours?)?"
 _RENUMBER = re.compile(rf"^(?P<head>.*?\b)(?P<old>{_NUMBER})(?P<unit>{_UNIT})"
                        r"[,.]?\s+(?:(?:no(?:\s+wa(?:it|y))?|nah|naw|nope|wait|sorry|i\s+mean|i\s+meant|"
                        r"actually|or\s+rather)[,.]?\s+)+"       # ("..., sorry, i mean fifteen")
-                       r"(?:make\s+it\s+)?"
+                       r"(?:make\s+it\s+|at\s+|to\s+)?"       # ("at 20, no, at 21")
                        rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*[.!]?$", re.I)
 
 
@@ -404,7 +404,8 @@ def repair_commands(words: list[str]) -> list[str]:
 _SAID_AS = {"aircon": ("air", "conditioning"), "airconditioning": ("air", "conditioning"),
             "airconditioner": ("air", "conditioner"), "fahrenheit": ("degrees",),
             "celsius": ("degrees",), "centigrade": ("degrees",), "mins": ("minutes",),
-            "secs": ("seconds",), "hrs": ("hours",), "aff": ("off",), "oan": ("on",)}
+            "secs": ("seconds",), "hrs": ("hours",), "aff": ("off",), "oan": ("on",),
+            "launch": ("start",)}
 # ("aff", "oan": Scots for off and on, "switch the kettle aff")
 
 
