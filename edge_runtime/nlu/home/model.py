@@ -836,6 +836,11 @@ class HomeModel:
         query = str(slots.get("search_query", "")).split()
         player = self._players.get(tuple(query[int(query[0] in DETERMINERS):])) \
             if intent == "HassMediaSearchAndPlay" and query else None
+        if intent == "HassMediaSearchAndPlay" and player is None and \
+                len(query) - int(query[:1] != [] and query[0] in DETERMINERS) == 1 and \
+                query[-1] in _KIND_NAMES:
+            # "put on the radio": the home's one radio (the Roberts Radio), not a search
+            player = self._by_kind.get(("media_player", _KIND_NAMES[query[-1]]))
         if intent == "HassMediaSearchAndPlay" and (
                 player and "name" not in slots or
                 not query and "name" in slots and leading_word(masked) == "put"):
