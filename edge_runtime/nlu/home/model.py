@@ -187,6 +187,8 @@ _AFTER_FIRST = [[], *([w] for w in ("on", "off", "up", "down", "volume", "please
 # (not a place or time said around a request: "before my shower", "from the van")
 _PLACING = [[w] for w in ("before", "after", "for", "from", "in", "at", "by", "with", "of",
                           "until", "till", "into", "to")]
+# what follows an "on"/"off" that is no verb ("on and off", "off to bed", "on for an hour")
+_NOT_AFTER_ON = frozenset(("and", "or", "to", "for", "at", "now", "again", "please", "yet"))
 # who does something in a clause: a time said there is theirs, no command's
 _SUBJECTS = frozenset(("i", "we", "he", "she", "they", "im", "ill", "were", "well", "hes",
                        "shes", "theyre", "theyll"))
@@ -710,6 +712,8 @@ class HomeModel:
         if not words:
             return HomeParse(OTHER, 1.0)
         words = said_plainly(words, self._name_words)
+        if words[0] in ("on", "off") and len(words) > 1 and words[1] not in _NOT_AFTER_ON:
+            words = ["turn", *words]  # "on the aircon in living room", "off light on balcony"
         if self.repair:
             repaired = self.lists.repair(repair_commands(words), self._known)
             new: list[Match] = []

@@ -111,6 +111,10 @@ def asked(text: str, words: list[str]) -> bool:
     if words[0] not in COMMAND_VERBS and any(
             a == "still" and b in STATES for a, b in zip(words, words[1:], strict=False)):
         return True                # "hot tub jets still running" (its "?" not heard)
+    said = words[:-1] if words[-1] == "ah" else words     # (Hong Kong's question "ah")
+    if not _ASKING & set(words[:3]) and (said[-2:] == ["or", "not"] or len(said) < len(words)
+                                         and said[-1:] and said[-1] in STATES):
+        return True                # "water heater on or not ah", "blackout curtain open ah"
     return text.rstrip().endswith("?") and len(words) > 1 or \
         any(tuple(words[-len(tag):]) == tag for tag in TAGS) or \
         bool(_WONDER.search(" ".join(words)))
