@@ -689,9 +689,17 @@ class HomeModel:
         if at is not None and said and len(said["item"].split()) <= MAX_SAID_ITEM and (
                 "list" in words or any(m.domain == "todo" for m in found_here)):
             return " ".join([*words[:at], said["item"], *words[at + 1:]])
+        earlier = normalize_text(" ".join(before)).split()
+        there = next((i for i in range(1, len(words)) if words[i] == "there" and
+                      words[i - 1] in ("in", "into")), None)
+        if there is not None and not any(m.slot in ("area", "floor") for m in found_here):
+            # "the boot room smells damp, switch the dehumidifier on in there": that room
+            areas = [m for m in self.lists.matches(earlier) if m.slot == "area"]
+            if areas:
+                return " ".join([*words[:there], "the",
+                                 *earlier[areas[-1].start:areas[-1].end], *words[there + 1:]])
         if found_here:
             return clause
-        earlier = normalize_text(" ".join(before)).split()
         if at is None:
             # "it's too dark in the kitchen, turn the lights on": the room said before
             areas = [m for m in self.lists.matches(earlier) if m.slot == "area"]
@@ -705,7 +713,10 @@ class HomeModel:
             return clause
         m = found[-1]
         end = m.end + (m.end < len(earlier) and earlier[m.end] in DEVICE_WORDS)
-        return " ".join([*words[:at], "the", *earlier[m.start:end], *words[at + 1:]])
+        start = m.start
+        if len(found) > 1 and found[-2].slot == "area" and found[-2].end == m.start:
+            start = found[-2].start     # "helper room dehumidifier, help me off it": that one
+        return " ".join([*words[:at], "the", *earlier[start:end], *words[at + 1:]])
 
     def _parse(self, text: str) -> HomeParse:
         words = heard = normalize_text(text).split()
