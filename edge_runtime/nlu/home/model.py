@@ -712,6 +712,12 @@ class HomeModel:
         if not found:
             return clause
         m = found[-1]
+        kinds = [w for w in earlier[:m.start] if w in DEVICE_WORDS]
+        if m.slot == "area" and kinds:
+            # "I'm after leaving the light on in the parlour, would you turn it off": the
+            # light in the parlour, not the parlour
+            return " ".join([*words[:at], "the", kinds[-1], "in", "the",
+                             *earlier[m.start:m.end], *words[at + 1:]])
         end = m.end + (m.end < len(earlier) and earlier[m.end] in DEVICE_WORDS)
         start = m.start
         if len(found) > 1 and found[-2].slot == "area" and found[-2].end == m.start:
@@ -955,6 +961,9 @@ class HomeModel:
         if not missing and intent == "HassGetState" and not question and _imperative(masked):
             missing = ("name",)      # "wind the awning in", "crack the skylight open": a
             # command (a verb, then what it acts on), not a question
+        if not missing and intent == "HassTurnOff" and "out" in masked and "off" not in masked \
+                and "name" not in slots and not set(masked) & (DEVICE_WORDS | COMMAND_VERBS):
+            missing = ("name",)      # "Dad is still out in the yard": someone out, no light
         if not missing and intent == "HassGetWeather" and not question and \
                 (masked[:1] == ["its"] or masked[:2] == ["it", "is"]):
             missing = ("name",)      # "it's nithering out there today": said, not asked

@@ -409,8 +409,8 @@ _SAID_AS = {"aircon": ("air", "conditioning"), "airconditioning": ("air", "condi
             "airconditioner": ("air", "conditioner"), "fahrenheit": ("degrees",),
             "celsius": ("degrees",), "centigrade": ("degrees",), "mins": ("minutes",),
             "secs": ("seconds",), "hrs": ("hours",), "aff": ("off",), "oan": ("on",),
-            "launch": ("start",)}
-# ("aff", "oan": Scots for off and on, "switch the kettle aff")
+            "launch": ("start",), "tis": ("its",)}
+# ("aff", "oan": Scots for off and on, "switch the kettle aff"; "'tis": it's)
 
 
 def said_plainly(words: list[str], names: frozenset[str] = frozenset()) -> list[str]:
