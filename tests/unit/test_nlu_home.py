@@ -1327,3 +1327,46 @@ def test_words_of_other_englishes_and_what_is_not_a_request(model: HomeModel) ->
     # a free text keeps the words said
     assert home.parse("add aircon filter to the shopping list").slots.get("item") == \
         "aircon filter"
+
+
+def test_more_everyday_englishes_read_as_meant(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("garage", "boot room", "kids room", "helper room", "parlour", "yard", "living room"),
+        ("upstairs",),
+        {"overhead door": "cover", "boiler": "climate", "heated propagator": "switch",
+         "air con": "climate", "aircon": "climate", "tv": "media_player",
+         "wireless": "media_player", "roberts radio": "media_player", "tondeuse": "lawn_mower",
+         "dehumidifier": "switch", "electric blanket": "switch", "water heater": "switch",
+         "shopping list": "todo", "back door": "lock"}))
+    # "the garage door" is Home Assistant's garage class, never the doors of the Garage
+    p = home.parse("is the garage door closed")
+    assert (p.slots.get("device_class"), "area" in p.slots) == ("garage", False)
+    # a question's own word is never repaired into a name
+    p = home.parse("what temperature's the boiler reading")
+    assert (p.intent, p.slots.get("name")) == ("HassClimateGetTemperature", "boiler")
+    # the long way round, a timer's own name, a corrected number with its "at"
+    assert home.parse("would ya mind adding lefse to the shopping list").slots.get("item") == \
+        "lefse"
+    assert home.parse("set a scones timer for twelve minutes").slots.get("name") == "scones"
+    assert home.parse("put the heating at 20, no, at 21").slots.get("temperature") == 21
+    # said, not asked; "the box" to what a player does; "launch"; a thing to play
+    assert not home.parse("it's nithering out there today").accepted
+    assert home.parse("pause the box, the phone's ringing").slots.get("name") == "tv"
+    assert home.parse("launch the tondeuse").intent == "HassLawnMowerStartMowing"
+    p = home.parse("put radio four on the wireless")
+    assert (p.intent, p.slots.get("search_query")) == ("HassMediaSearchAndPlay", "radio four")
+    assert home.parse("put on the radio").slots.get("name") == "roberts radio"
+    # "on"/"off" as the verb; "... or not" asks
+    p = home.parse("so hot ah, on the aircon in living room la")
+    assert (p.intent, p.slots.get("area")) == ("HassTurnOn", "living room")
+    assert home.parse("water heater on or not").intent == "HassGetState"
+    # "in there", "it" and the room said before
+    p = home.parse("the boot room smells damp, switch the dehumidifier on in there")
+    assert p.slots.get("area") == "boot room"
+    assert home.parse("helper room dehumidifier, help me off it").slots.get("area") == \
+        "helper room"
+    p = home.parse("I'm after leaving the light on in the parlour, would you turn it off")
+    assert (p.intent, p.slots.get("domain")) == ("HassTurnOff", "light")
+    assert "floor" not in home.parse("put on the electric blanket, 'tis freezing upstairs").slots
+    # someone out in the yard is no lights-out
+    assert not home.parse("no need to lock the back door, Dad is still out in the yard").accepted
