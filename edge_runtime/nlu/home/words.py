@@ -164,7 +164,7 @@ _POLITE = re.compile(r"^(?:(?:i\s+)?(?:was\s+)?(?:just\s+)?wonder(?:ing)?\s+if\s
                      r"(?:please\s+|just\s+)?", re.I)
 
 
-# "would you mind adding lefse to the list", "could ya mind turning the fan off": the verb
+# "would you mind adding lefse to the list", "do ya mind turning the fan off": the verb
 _MIND = re.compile(r"^(?:(?:would|could|will|do)\s+)?(?:you|ya|u)\s+mind\s+(?P<verb>[a-z]+ing)\b",
                    re.I)
 _GERUNDS = {"adding": "add", "turning": "turn", "switching": "switch", "putting": "put",
@@ -178,6 +178,7 @@ _GERUNDS = {"adding": "add", "turning": "turn", "switching": "switch", "putting"
 
 
 def _minded(text: str) -> str:
+    """``text`` with "would you mind <verb>ing" said as the command ("add lefse to ...")."""
     m = _MIND.match(text.strip())
     if m is None or m.group("verb").lower() not in _GERUNDS:
         return text
