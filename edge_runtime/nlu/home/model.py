@@ -289,7 +289,9 @@ _NO_CLAUSE_BEFORE = BEFORE_REQUEST | NEGATIONS | frozenset((
     "me", "us", "or", "then", "and", "but", "who", "that", "which", "not", "always", "never",
     "usually", "sometimes", "also", "dont", "did", "does", "do", "will", "timer", "alarm",
     "s", "second", "seconds", "sec", "secs", "minute", "minutes", "min", "mins", "hour",
-    "hours"))      # (a command after how long: put off, "in 34 minutes pause the music")
+    "hours",      # (a command after how long: put off, "in 34 minutes pause the music")
+    "gonna", "wanna", "gotta", "going", "want", "need", "trying", "tried"))
+    # (the verb another verb takes: "i was gonna turn on the track lights but whatever")
 
 
 def _unmarked_clause(text: str) -> str:

@@ -39,7 +39,7 @@ COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "u
 
 # words before the request that say nothing of it ("so um close the skylight")
 FILLERS = frozenset(("so", "um", "uh", "er", "erm", "ok", "okay", "hey", "oh", "well", "right",
-                     "now", "and", "like", "hmm", "alright", "nah"))
+                     "now", "and", "like", "hmm", "alright", "nah", "yo"))
 # and what a polite request says before its verb ("um, could you just add ...")
 BEFORE_REQUEST = FILLERS | {"please", "can", "could", "would", "you", "will", "just"}
 
