@@ -835,6 +835,10 @@ class HomeModel:
             # doors of an area called Garage
             del slots["area"]
             slots["device_class"] = "garage"
+        if intent in ("HassTurnOn", "HassTurnOff") and set(slots) & {"area", "floor"} and \
+                not {*slots, *fixed} & {"name", "domain", "device_class"} and \
+                set(masked) & LIGHT_WORDS:
+            slots["domain"] = "light"   # "open the study light for a while": its lights
         kind = slots.get("domain") or fixed.get("domain") or \
             self.lists.names.get(str(slots.get("name")))
         if kind in _SWITCHED and "device_class" not in {**slots, **fixed}:

@@ -410,7 +410,8 @@ _SAID_AS = {"aircon": ("air", "conditioning"), "airconditioning": ("air", "condi
             "airconditioner": ("air", "conditioner"), "fahrenheit": ("degrees",),
             "celsius": ("degrees",), "centigrade": ("degrees",), "mins": ("minutes",),
             "secs": ("seconds",), "hrs": ("hours",), "aff": ("off",), "oan": ("on",),
-            "launch": ("start",), "tis": ("its",)}
+            "launch": ("start",), "tis": ("its",), "enable": ("activate",),
+            "disable": ("deactivate",)}
 # ("aff", "oan": Scots for off and on, "switch the kettle aff"; "'tis": it's)
 
 
