@@ -560,6 +560,13 @@ class HomeModel:
                          said[-1] in TURNED | OPENING | CLOSING) \
                     and first.accepted and is_action(first.intent):
                 return first
+        if said and said[0] in QUESTION_STARTS and not is_action(whole.intent) and \
+                not asked(clauses[-1], normalize_text(clauses[-1]).split()):
+            # "what's the date, i need it for the school form": the question, then why
+            first = self._parse(clauses[0])
+            if first.accepted and not is_action(first.intent) and \
+                    first.confidence > whole.confidence:
+                return first
         return whole
 
     def _put_off(self, command: list[str], span: list[str]) -> HomeParse | None:
