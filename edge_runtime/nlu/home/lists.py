@@ -173,13 +173,16 @@ class HomeLists:
         for word, floor in stair_floors(self.floors).items():
             table.setdefault((word,), ("floor", floor, ""))   # "the lights upstairs"
         # a room called by its last word, where no other room ends so ("the parlor": the
-        # Front Parlor, "the bedroom": the Primary Bedroom, in a home with one bedroom)
+        # Front Parlor, "the bedroom": the Primary Bedroom, in a home with one bedroom), or
+        # a "...room" by its first part ("the bath": the Bathroom)
         heads: dict[str, list[str]] = {}
         for area in self.areas:
             words = phrase_words(area)
             if len(words) > 1 and len(words[-1]) > 3 and words[-1] not in _NO_HEAD and \
                     not said_number(words[-1]):
                 heads.setdefault(words[-1], []).append(area)
+            elif len(words) == 1 and words[0].endswith("room") and len(words[0]) > 7:
+                heads.setdefault(words[0][:-4], []).append(area)   # "in the bath": Bathroom
         self._heads = {form: ("area", areas[0], "") for head, areas in heads.items()
                        if len(areas) == 1 for form in _forms((head,)) if form not in table}
         self._table = table

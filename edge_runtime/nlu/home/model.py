@@ -195,6 +195,8 @@ _SUBJECTS = frozenset(("i", "we", "he", "she", "they", "im", "ill", "were", "wel
 # what is switched, never opened: "open" and "close" say on and off
 _SWITCHED = frozenset(("light", "switch", "fan"))
 _OPEN_AS = {"open": "on", "opened": "on", "closed": "off", "shut": "off"}
+# a lock is closed when locked ("is the apartment door closed?" of a lock)
+_LOCK_AS = {"open": "unlocked", "opened": "unlocked", "closed": "locked", "shut": "locked"}
 # where free text ends and its player or room begins ("jazz [on the] kitchen speaker",
 # "texas country [out by the] pool")
 _TO_PLACE = frozenset(("on", "in", "at", "through", "by"))
@@ -855,6 +857,8 @@ class HomeModel:
                 intent = "HassTurnOn" if "open" in verbs else "HassTurnOff"
             if intent == "HassGetState" and slots.get("state") in _OPEN_AS:
                 slots["state"] = _OPEN_AS[slots["state"]]
+        if kind == "lock" and intent == "HassGetState" and slots.get("state") in _LOCK_AS:
+            slots["state"] = _LOCK_AS[slots["state"]]   # "is the apartment door closed?"
         if intent in _OWN_NAMES and found and not set(slots) & {"name", "area", "floor"}:
             # "set a laundry timer": a timer named like one of the home's areas or devices
             # (where the intent takes no area: "cancel the kitchen timer" is the kitchen's)
