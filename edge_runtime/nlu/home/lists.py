@@ -48,8 +48,9 @@ def _aligned(heard: list[str], phrase: tuple[str, ...], known: frozenset[str] | 
             return False       # "set a sauna timer": the timer, not the Sauna Heater
         alike = fuzz.ratio(a, b)
         if a in known or a in _NOT_FIRST:
-            if alike < 50 or abs(len(a) - len(b)) > 2:
-                return False
+            if alike < 50 or abs(len(a) - len(b)) > 2 or \
+                    a.endswith("ing") and not b.endswith("ing"):
+                return False   # (a verb said: "start making chapatis" is no Main Gate)
         elif alike < _WORD_ALIKE:
             return False
     return True

@@ -195,6 +195,10 @@ _SUBJECTS = frozenset(("i", "we", "he", "she", "they", "im", "ill", "were", "wel
 # what is switched, never opened: "open" and "close" say on and off
 _SWITCHED = frozenset(("light", "switch", "fan"))
 _OPEN_AS = {"open": "on", "opened": "on", "closed": "off", "shut": "off"}
+# a cleaner or mower sent back, and what putting it on does instead
+_SENT_BACK = {"HassVacuumReturnToBase": ("vacuum", "HassVacuumStart"),
+              "HassLawnMowerDock": ("lawn_mower", "HassLawnMowerStartMowing")}
+_BACK_HOME = frozenset(("off", "home", "back", "dock", "base", "charger", "charge", "stop"))
 # a lock is closed when locked ("is the apartment door closed?" of a lock)
 _LOCK_AS = {"open": "unlocked", "opened": "unlocked", "closed": "locked", "shut": "locked"}
 # where free text ends and its player or room begins ("jazz [on the] kitchen speaker",
@@ -857,6 +861,9 @@ class HomeModel:
                 intent = "HassTurnOn" if "open" in verbs else "HassTurnOff"
             if intent == "HassGetState" and slots.get("state") in _OPEN_AS:
                 slots["state"] = _OPEN_AS[slots["state"]]
+        if intent in _SENT_BACK and kind == _SENT_BACK[intent][0] and "on" in masked and \
+                not set(masked) & _BACK_HOME:
+            intent = _SENT_BACK[intent][1]   # "put the robot hoover on while we're out"
         if kind == "lock" and intent == "HassGetState" and slots.get("state") in _LOCK_AS:
             slots["state"] = _LOCK_AS[slots["state"]]   # "is the apartment door closed?"
         if intent in _OWN_NAMES and found and not set(slots) & {"name", "area", "floor"}:

@@ -204,7 +204,8 @@ _RENUMBER = re.compile(rf"^(?P<head>.*?\b)(?P<old>{_NUMBER})(?P<unit>{_UNIT})"
                        r"[,.]?\s+(?:(?:no(?:\s+wa(?:it|y))?|nah|naw|nope|wait|sorry|i\s+mean|i\s+meant|"
                        r"actually|or\s+rather)[,.]?\s+)+"       # ("..., sorry, i mean fifteen")
                        r"(?:make\s+it\s+|at\s+|to\s+)?"       # ("at 20, no, at 21")
-                       rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*[.!]?$", re.I)
+                       rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*(?P<after>[,;].*)?[.!]?$",
+                       re.I)                                    # (", it's bitter": why)
 
 
 def renumbered(text: str) -> str | None:
@@ -212,7 +213,7 @@ def renumbered(text: str) -> str | None:
     m = _RENUMBER.match(text.strip())
     if m is None:
         return None
-    return f"{m['head']}{m['new']}{m['unit'] or m['unit2']}"
+    return f"{m['head']}{m['new']}{m['unit'] or m['unit2']}{m['after'] or ''}"
 
 
 # timer requests, and the media a timer request may really be about
