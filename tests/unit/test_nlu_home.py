@@ -1370,3 +1370,28 @@ def test_more_everyday_englishes_read_as_meant(model: HomeModel) -> None:
     assert "floor" not in home.parse("put on the electric blanket, 'tis freezing upstairs").slots
     # someone out in the yard is no lights-out
     assert not home.parse("no need to lock the back door, Dad is still out in the yard").accepted
+
+
+def test_words_people_say_for_rooms_states_and_verbs(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("bathroom", "kitchen", "study", "studio"), (),
+        {"apartment door": "lock", "main gate": "cover", "robot hoover": "vacuum",
+         "hive": "climate", "track lights": "light", "shopping list": "todo"}))
+    # "in the bath" is the Bathroom; a lock asked closed is asked locked
+    assert home.parse("how warm is it in the bath").slots.get("area") == "bathroom"
+    assert home.parse("is the apartment door closed?").slots.get("state") == "locked"
+    # a verb said is never repaired into a name word
+    p = home.parse("switch on the kitchen lights, i want to start making chapatis")
+    assert (p.slots.get("area"), p.slots.get("name")) == ("kitchen", None)
+    # a cleaner put "on" is never sent back; "enable" turns on; an area's "light"
+    assert home.parse("put the robot hoover on").intent != "HassVacuumReturnToBase"
+    assert home.parse("enable the studio lights").intent == "HassTurnOn"
+    assert home.parse("open the study light for a while").slots.get("domain") == "light"
+    # a corrected number with a remark after it; what was going to be done, not done
+    assert home.parse("set the hive to 20, no, 21, it's bitter").slots.get("temperature") == 21
+    assert not home.parse("i was gonna turn on the track lights but whatever").accepted
+    assert home.parse("yo put hot cheetos on the shopping list").slots.get("item") == \
+        "hot cheetos"
+    # a question, then why
+    assert home.parse("what's the date, i need it for the school form").intent == \
+        "HassGetCurrentDate"
