@@ -1395,3 +1395,13 @@ def test_words_people_say_for_rooms_states_and_verbs(model: HomeModel) -> None:
     # a question, then why
     assert home.parse("what's the date, i need it for the school form").intent == \
         "HassGetCurrentDate"
+
+
+def test_the_kind_of_media_and_the_one_player_of_a_kind(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(("kitchen",), (), {"dab radio": "media_player",
+                                                         "big telly": "media_player"}))
+    p = home.parse("play the podcast desert island discs on the radio")
+    assert (p.slots.get("name"), p.slots.get("search_query")) == ("dab radio",
+                                                                  "desert island discs")
+    p = home.parse("put the film frozen on the big telly")
+    assert (p.slots.get("media_class"), p.slots.get("search_query")) == ("movie", "frozen")

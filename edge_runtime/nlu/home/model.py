@@ -234,7 +234,7 @@ _KIND_SAID_AS = {"track": ("song", "tune"), "artist": ("band", "singer"), "album
                  "tv_show": ("show", "series"), "movie": ("film",)}
 # the kind of media said before its name ("the album x")
 _CLASS_WORDS = {"playlist": "playlist", "album": "album", "song": "track", "track": "track",
-                "podcast": "podcast", "artist": "artist"}
+                "podcast": "podcast", "artist": "artist", "movie": "movie", "film": "movie"}
 # what comes before a list's name in a request that puts something on it or takes it off
 _TO_LIST = frozenset(("add", "put", "remove", "tick", "cross", "mark", "delete", "take", "check",
                       "stick", "to", "on", "from", "in", "off"))
@@ -1285,6 +1285,13 @@ class HomeModel:
             query = query[at + 1:]
         if len(query) > 1 and query[-1] in PARTICLES and follows(masked, [*query, "on"]):
             slots["search_query"] = " ".join(query[:-1])   # "put on classic rock out on ..."
+        if intent == "HassMediaSearchAndPlay" and not set(slots) & set(ENTITY_SLOTS) and \
+                len(masked) > 2 and masked[-1] in _KIND_NAMES and query[-1:] != masked[-1:] \
+                and masked[-2 - (masked[-2] in _OWNED)] in _TO_PLACE:
+            # "play the podcast desert island discs on the radio": the home's one radio
+            player = self._by_kind.get(("media_player", _KIND_NAMES[masked[-1]]))
+            if player:
+                slots["name"] = player
         if intent in TIMER_INTENTS and "timer" in masked and any(
                 masked[i:i + 2] in (["a", "minute"], ["a", "second"], ["a", "sec"])
                 for i in range(masked.index("timer"), len(masked))):
