@@ -1405,3 +1405,9 @@ def test_the_kind_of_media_and_the_one_player_of_a_kind(model: HomeModel) -> Non
                                                                   "desert island discs")
     p = home.parse("put the film frozen on the big telly")
     assert (p.slots.get("media_class"), p.slots.get("search_query")) == ("movie", "frozen")
+
+
+def test_which_way_is_never_repaired_into_a_name(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(("bedroom",), (), {"sonos one": "media_player"}))
+    p = home.parse("turn the sonos down by 10 percent")
+    assert (p.intent, p.slots.get("volume_step")) == ("HassSetVolumeRelative", -10)

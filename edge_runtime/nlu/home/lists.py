@@ -32,7 +32,9 @@ _SAID_FOR_ITSELF = frozenset(("timer", "timers", "list", "volume", "music", "tem
                               "alarm", "song", "playlist", "album",
                               # a question's own word ("what temperature's the boiler
                               # reading" is no Heated Propagator)
-                              "what", "whats", "how", "hows", "where", "which", "who"))
+                              "what", "whats", "how", "hows", "where", "which", "who",
+                              # nor which way ("turn the sonos down" is no Sonos One)
+                              "up", "down", "on", "off"))
 _MIN_JOINED = 6          # letters a phrase needs to match with its spaces dropped
 _WORD_ALIKE = 34.0       # rapidfuzz ratio a never-seen word needs to the name word it replaces
 
