@@ -194,6 +194,7 @@ _SUBJECTS = frozenset(("i", "we", "he", "she", "they", "im", "ill", "were", "wel
                        "shes", "theyre", "theyll"))
 # what is switched, never opened: "open" and "close" say on and off
 _SWITCHED = frozenset(("light", "switch", "fan"))
+_OPEN_CLOSE = frozenset(("open", "close", "shut"))
 _OPEN_AS = {"open": "on", "opened": "on", "closed": "off", "shut": "off"}
 # a cleaner or mower sent back, and what putting it on does instead
 _SENT_BACK = {"HassVacuumReturnToBase": ("vacuum", "HassVacuumStart"),
@@ -416,6 +417,21 @@ class HomeModel:
         places = {w for p in (*lists.areas, *lists.floors) for w in normalize_text(p).split()}
         self._firsts = {w: names[0] for w, names in firsts.items()
                         if len(names) == 1 and w not in places}
+
+    def _one_player(self, kind_word: str) -> str | None:
+        """The home's one media player of the kind ``kind_word`` says ("radio": the Roberts
+        Radio), or None (no such word, none or several of that kind)."""
+        kind = _KIND_NAMES.get(kind_word)
+        return self._by_kind.get(("media_player", kind)) if kind else None
+
+    def _played_on(self, words: list[str]) -> tuple[int, str] | None:
+        """Where ``words`` end in "on/in/at [the] <kind word>" naming the home's one player of
+        that kind ("... on the tv"): (the index that phrase begins at, the player), or None."""
+        if len(words) < 3 or words[-1] not in _KIND_NAMES:
+            return None
+        at = len(words) - 2 - (words[-2] in _OWNED)
+        player = self._one_player(words[-1])
+        return (at, player) if words[at] in _TO_PLACE and player else None
 
     def _first_named(self, words: list[str]) -> list[str]:
         """``words`` with a device called by its name's unseen first word said whole ("pause
@@ -835,7 +851,7 @@ class HomeModel:
                 fixed = {k: v for k, v in fixed.items() if k != "domain"}   # (its own domain)
         verbs = set(masked[:masked.index("@name")] if "@name" in masked else masked[:2]) \
             if intent in ("HassTurnOn", "HassTurnOff") else set()
-        if verbs & {"open", "close", "shut"} and \
+        if verbs & _OPEN_CLOSE and \
                 self.lists.names.get(str(slots.get("name"))) == "lock":
             # a lock opened is unlocked ("open the key safe", "buzz open the building door";
             # Home Assistant's TurnOn locks it)
@@ -857,7 +873,7 @@ class HomeModel:
         if kind in _SWITCHED and "device_class" not in {**slots, **fixed}:
             # a light opened is on, closed off ("open the lights in the backyard", "are the
             # lights of the kitchen open": said so in French, Hindi and other Englishes)
-            if verbs & {"open", "close", "shut"}:
+            if verbs & _OPEN_CLOSE:
                 intent = "HassTurnOn" if "open" in verbs else "HassTurnOff"
             if intent == "HassGetState" and slots.get("state") in _OPEN_AS:
                 slots["state"] = _OPEN_AS[slots["state"]]
@@ -882,10 +898,9 @@ class HomeModel:
         player = self._players.get(tuple(query[int(query[0] in DETERMINERS):])) \
             if intent == "HassMediaSearchAndPlay" and query else None
         if intent == "HassMediaSearchAndPlay" and player is None and \
-                len(query) - int(query[:1] != [] and query[0] in DETERMINERS) == 1 and \
-                query[-1] in _KIND_NAMES:
+                len(query) - int(query[:1] != [] and query[0] in DETERMINERS) == 1:
             # "put on the radio": the home's one radio (the Roberts Radio), not a search
-            player = self._by_kind.get(("media_player", _KIND_NAMES[query[-1]]))
+            player = self._one_player(query[-1])
         if intent == "HassMediaSearchAndPlay" and (
                 player and "name" not in slots or
                 not query and "name" in slots and leading_word(masked) == "put"):
@@ -1191,13 +1206,11 @@ class HomeModel:
                 if m.slot in allowed and m.slot not in slots:
                     slots[m.slot] = m.value
                 return
-        if key == "search_query" and len(words) > 2 and words[-1] in _KIND_NAMES and \
-                words[-2 - (words[-2] in _OWNED)] in _TO_PLACE:
+        played = self._played_on(words) if key == "search_query" else None
+        if played and "name" in allowed and "name" not in slots:
             # "play poldark on the tv": the home's one TV, when it has one
-            player = self._by_kind.get(("media_player", _KIND_NAMES[words[-1]]))
-            if player and "name" in allowed and "name" not in slots:
-                slots[key] = " ".join(words[:-2 - (words[-2] in _OWNED)])
-                slots["name"] = player
+            slots[key] = " ".join(words[:played[0]])
+            slots["name"] = played[1]
 
     def _slots(self, intent: str, label: str, text: str, found: list[Match],
                masked: list[str]) -> dict:
@@ -1285,13 +1298,10 @@ class HomeModel:
             query = query[at + 1:]
         if len(query) > 1 and query[-1] in PARTICLES and follows(masked, [*query, "on"]):
             slots["search_query"] = " ".join(query[:-1])   # "put on classic rock out on ..."
-        if intent == "HassMediaSearchAndPlay" and not set(slots) & set(ENTITY_SLOTS) and \
-                len(masked) > 2 and masked[-1] in _KIND_NAMES and query[-1:] != masked[-1:] \
-                and masked[-2 - (masked[-2] in _OWNED)] in _TO_PLACE:
-            # "play the podcast desert island discs on the radio": the home's one radio
-            player = self._by_kind.get(("media_player", _KIND_NAMES[masked[-1]]))
-            if player:
-                slots["name"] = player
+        played = self._played_on(masked) if intent == "HassMediaSearchAndPlay" and \
+            not set(slots) & set(ENTITY_SLOTS) and query[-1:] != masked[-1:] else None
+        if played:
+            slots["name"] = played[1]  # "play the podcast desert island discs on the radio"
         if intent in TIMER_INTENTS and "timer" in masked and any(
                 masked[i:i + 2] in (["a", "minute"], ["a", "second"], ["a", "sec"])
                 for i in range(masked.index("timer"), len(masked))):

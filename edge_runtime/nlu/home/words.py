@@ -179,10 +179,10 @@ _GERUNDS = {"adding": "add", "turning": "turn", "switching": "switch", "putting"
 
 def _minded(text: str) -> str:
     """``text`` with "would you mind <verb>ing" said as the command ("add lefse to ...")."""
-    m = _MIND.match(text.strip())
-    if m is None or m.group("verb").lower() not in _GERUNDS:
-        return text
-    return _GERUNDS[m.group("verb").lower()] + text.strip()[m.end():]
+    said = text.strip()
+    m = _MIND.match(said)
+    verb = m.group("verb").lower() if m else ""
+    return _GERUNDS[verb] + said[m.end():] if m and verb in _GERUNDS else text
 
 
 def commanded(text: str) -> str:
