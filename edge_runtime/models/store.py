@@ -61,6 +61,7 @@ class ModelEntry:
     default: bool = False
     notes: str = ""
     parts: tuple[tuple[str, str], ...] = ()   # (pypi spec, path inside): chunks of files[0]
+    int8_ffn: bool = False   # gguf2onnx: the FFN gate/up as int8 GEMMs (see gguf2onnx.graph)
 
 
 def load_manifest(path: str | Path | None = None) -> dict[str, ModelEntry]:
@@ -87,11 +88,14 @@ def load_manifest_text(text: str, p: Path) -> dict[str, ModelEntry]:
                                build=raw.get("build", ""), default=raw.get("default", False),
                                notes=raw.get("notes", ""),
                                parts=tuple((pt["pypi"], pt["path"])
-                                           for pt in raw.get("parts", ())))
+                                           for pt in raw.get("parts", ())),
+                               int8_ffn=raw.get("int8_ffn", False))
         except KeyError as exc:
             raise ConfigError(f"model manifest {p}: entry {i} lacks key {exc}") from None
         if not entry.pypi and not entry.url:
             raise ConfigError(f"model manifest {p}: {entry.name} needs `pypi` or `url`")
+        if not isinstance(entry.int8_ffn, bool):
+            raise ConfigError(f"model manifest {p}: {entry.name}: int8_ffn must be true or false")
         entries[entry.name] = entry
     return entries
 
@@ -365,7 +369,8 @@ class ModelStore:
                               hint="pip install 'edge-runtime[build]'") from None
         # checks the GGUF first, builds in a temporary directory and swaps it in: a bad
         # source raises a typed error and leaves the previously built model in place
-        build_llm(src, out, accuracy_level=self.cfg.llm.accuracy_level, precision=precision)
+        build_llm(src, out, accuracy_level=self.cfg.llm.accuracy_level, precision=precision,
+                  int8_ffn=entry.int8_ffn)
         return out
 
 

@@ -96,7 +96,7 @@ def model_config(model: GgufModel, sha256: str, accuracy_level: int) -> dict:
 
 def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
               lm_head_accuracy_level: int = 4, last_only: bool = True,
-              precision: str = "fp32") -> dict:
+              precision: str = "fp32", int8_ffn: bool = False) -> dict:
     """Convert ``gguf_path`` into ``out_dir`` and return a small info dict.
 
     The weights are the GGUF's own blocks, re-packed bit-exactly. ``accuracy_level`` is
@@ -114,6 +114,9 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     ``out_dir``, so a failed build leaves the previously built model as it was.
     ``precision`` "fp16" builds the variant for the CUDA / TensorRT providers (fp16
     activations and KV cache, the same weight blocks; see :func:`.graph.build_graph`).
+    ``int8_ffn`` (fp32 builds; ignored for fp16) makes the FFN gate/up projections int8 GEMMs
+    calibrated on :data:`.reference.CALIBRATION_TEXT` (prefill much faster, an approximation
+    the build log reports; see :mod:`.graph`).
     """
     t0 = time.perf_counter()
     if precision not in PRECISIONS:
@@ -129,7 +132,7 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
                                  dir=out_dir.parent))
     try:
         info = _build_into(model, sha, work, accuracy_level, lm_head_accuracy_level, last_only,
-                           precision)
+                           precision, int8_ffn and precision == "fp32")
         _swap_dir(work, out_dir)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -138,6 +141,24 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     info["seconds"] = round(time.perf_counter() - t0, 2)
     log.info("built %s", info)
     return info
+
+
+def _calibrate_ffn(model: GgufModel, out_dir: Path) -> dict:
+    """The int8 FFN's calibration: FFN input ranges of the numpy reference over
+    CALIBRATION_TEXT, tokenized as the engine feeds a prompt (BOS first where the model
+    adds one)."""
+    from tokenizers import Tokenizer
+
+    from .reference import CALIBRATION_TEXT, ffn_input_ranges
+
+    tok = Tokenizer.from_file(str(out_dir / "tokenizer.json"))
+    ids = tok.encode(CALIBRATION_TEXT, add_special_tokens=False).ids
+    if model.metadata.get("add_bos"):
+        ids = [model.bos_id] + ids
+    t0 = time.perf_counter()
+    ranges = ffn_input_ranges(model, ids[:model.hparams.context_length])
+    log.info("int8 FFN calibrated on %d tokens in %.1f s", len(ids), time.perf_counter() - t0)
+    return ranges
 
 
 def _swap_dir(new: Path, out_dir: Path) -> None:
@@ -154,19 +175,27 @@ def _swap_dir(new: Path, out_dir: Path) -> None:
 
 
 def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
-                lm_head_accuracy_level: int, last_only: bool, precision: str = "fp32") -> dict:
+                lm_head_accuracy_level: int, last_only: bool, precision: str = "fp32",
+                int8_ffn: bool = False) -> dict:
     out_dir.chmod(0o755)
     write_tokenizer(model, out_dir)
     report: dict = {}
     proto = build_graph(model, accuracy_level=accuracy_level,
                         lm_head_accuracy_level=lm_head_accuracy_level, last_only=last_only,
-                        report=report, precision=precision)
+                        report=report, precision=precision,
+                        ffn_ranges=_calibrate_ffn(model, out_dir) if int8_ffn else None)
     types = dict(Counter(t.qtype for t in model.tensors.values()))
     for name, (qtype, err) in sorted(report["approximated"].items()):
         log.warning("%s: GGUF type %s has no exact ONNX form; re-quantized to 8-bit blocks of "
                     "32, max abs error vs the GGUF dequantization %.3g", name, qtype, err)
+    if report["int8_ffn"]:
+        log.warning("int8 FFN: the gate/up projections of %d layers are int8 GEMMs (smoothed, "
+                    "per-column int8 weights, int8 activations), largest abs weight error %.3g; "
+                    "`models check` measures the cost", len(report["int8_ffn"]),
+                    max(report["int8_ffn"].values()))
     if not report["approximated"]:
-        log.info("all weight blocks mapped exactly (%s)", types)
+        log.info("%s weight blocks mapped exactly (%s)",
+                 "the other" if report["int8_ffn"] else "all", types)
     if report["fp16_rounded"]:
         log.warning("fp16 variant: %d float constant values (block scales and offsets, norm "
                     "weights, rope tables) rounded to fp16; `models check` measures the cost",
@@ -186,6 +215,7 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
     cfg["tensor_types"] = types
     cfg["approximated_tensors"] = {n: {"type": q, "max_abs_error": e}
                                    for n, (q, e) in report["approximated"].items()}
+    cfg["int8_ffn"] = bool(report["int8_ffn"])
     (out_dir / "model_config.json").write_text(json.dumps(cfg, indent=2))
     size = sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file())
     return {"model_file": MODEL_FILE, "external_data": EXTERNAL_DATA_FILE,
@@ -193,4 +223,5 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
             "architecture": model.hparams.arch, "vocab": model.hparams.vocab,
             "source_sha256": sha, "accuracy_level": accuracy_level,
             "builder_version": BUILDER_VERSION, "precision": precision,
+            "int8_ffn": bool(report["int8_ffn"]),
             "approximated_tensors": len(report["approximated"])}

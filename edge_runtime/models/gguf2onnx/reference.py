@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .gguf_weights import GgufModel, dequantize, output_tensor, read_gguf
+from .gguf_weights import GgufModel, QTensor, dequantize, output_tensor, read_gguf
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,21 @@ DEFAULT_TEXT = (
     "so the sky stays black even during the day. Astronauts have described the view as "
     "stark and beautiful, with the Earth hanging like a bright marble in the darkness. "
     "Scientists still study how particles and pollution change the colour of the sky."
+)
+
+# The text the int8 FFN build calibrates its smoothing on (``ffn_input_ranges``): prose,
+# a question with a number and a short chat, none of it the fidelity check's text.
+CALIBRATION_TEXT = (
+    "The old lighthouse keeper climbed the spiral stairs every evening at dusk. He trimmed "
+    "the wick, polished the great lens, and watched the ships pass along the rocky coast. In "
+    "winter the storms came from the north, and the waves broke over the harbour wall. "
+    "Children from the village sometimes visited him, asking about shipwrecks and sea "
+    "monsters. He told them about the tides, the moon, and the stars sailors used to find "
+    "their way home.\nQuestion: How many minutes are in three hours? Answer: There are 180 "
+    "minutes in three hours, because each hour has 60 minutes.\nUser: Can you suggest a "
+    "quick dinner with rice and vegetables?\nAssistant: Try a vegetable fried rice: "
+    "stir-fry onions, peppers and peas, add cooked rice and soy sauce, and finish with a "
+    "beaten egg.\n"
 )
 
 
@@ -58,13 +73,26 @@ def _gelu_tanh(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
-def reference_logits(model: GgufModel, ids: list[int]) -> np.ndarray:
-    """fp32 logits [S, V] for the token ids ``ids`` (teacher-forced, no cache)."""
+def _embed_rows(t: QTensor, ids: list[int]) -> np.ndarray:
+    """fp32 rows ``ids`` of the embedding table, dequantizing those rows only."""
+    if t.qtype == "F32" or t.raw.ndim != 2:
+        return dequantize(t)[np.asarray(ids)]
+    rows = QTensor(t.name, t.qtype, len(ids), t.cols, np.ascontiguousarray(t.raw[ids]))
+    return dequantize(rows).reshape(len(ids), t.cols)
+
+
+def reference_logits(model: GgufModel, ids: list[int],
+                     ffn_inputs: dict[int, np.ndarray] | None = None) -> np.ndarray:
+    """fp32 logits [S, V] for the token ids ``ids`` (teacher-forced, no cache).
+
+    With ``ffn_inputs`` given, it receives per layer the largest magnitude of each channel
+    of the FFN's input (the ffn_norm output) over the sequence, and the output head is not
+    run (an empty array is returned)."""
     from .graph import attn_scale, rope_inv_freq
 
     hp, t, spec = model.hparams, model.tensors, model.hparams.spec
     s = len(ids)
-    x = dequantize(t["token_embd.weight"])[np.asarray(ids)]
+    x = _embed_rows(t["token_embd.weight"], ids)
     if spec.embed_scale:
         x = x * np.float32(np.sqrt(hp.hidden))
     pos = np.arange(s)
@@ -112,6 +140,8 @@ def reference_logits(model: GgufModel, ids: list[int]) -> np.ndarray:
             o = _rms(o, w(f"{p}.post_attention_norm.weight"), hp.rms_eps)
         h = x + o
         hn = _rms(h, w(f"{p}.ffn_norm.weight"), hp.rms_eps)
+        if ffn_inputs is not None:
+            ffn_inputs[i] = np.abs(hn).max(axis=0).astype(np.float32)
         if spec.fused_gate_up:
             gu = hn @ w(f"{p}.ffn_up.weight").T
             gate, up = gu[:, :hp.ffn], gu[:, hp.ffn:]
@@ -122,8 +152,18 @@ def reference_logits(model: GgufModel, ids: list[int]) -> np.ndarray:
         if spec.post_norms:
             down = _rms(down, w(f"{p}.post_ffw_norm.weight"), hp.rms_eps)
         x = h + down
+    if ffn_inputs is not None:
+        return np.zeros((s, 0), np.float32)
     xn = _rms(x, dequantize(t["output_norm.weight"]), hp.rms_eps)
     return (xn @ dequantize(output_tensor(model)).T).astype(np.float32)
+
+
+def ffn_input_ranges(model: GgufModel, ids: list[int]) -> dict[int, np.ndarray]:
+    """Per layer, each FFN input channel's largest magnitude over ``ids`` (the calibration
+    of the int8 FFN build: see :mod:`.graph`)."""
+    ranges: dict[int, np.ndarray] = {}
+    reference_logits(model, ids, ffn_inputs=ranges)
+    return ranges
 
 
 def _log_softmax(z: np.ndarray) -> np.ndarray:
