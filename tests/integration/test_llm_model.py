@@ -236,8 +236,18 @@ def test_prefix_copied_between_slots_and_chunked_prefill_match_one_by_one(llm_en
     assert parts and all(p == 40 for p in parts)
     for w, g in ((want[1], got1), (want[2], got2)):
         assert g.argmax() == w.argmax()
-        # measured: identical (int8 activations are quantized per token row); allow noise
-        assert np.abs(g - w).max() < 0.05
+        if _int8_ffn(cfg):
+            # the int8 FFN quantizes the activations of all rows of a call with one scale,
+            # so other chunks round a little differently (measured: 4.1 % and 2.5 % of the
+            # largest logit)
+            assert np.abs(g - w).max() < 0.08 * np.abs(w).max()
+        else:
+            # measured: identical (int8 activations are quantized per token row); allow noise
+            assert np.abs(g - w).max() < 0.05
+
+
+def _int8_ffn(cfg: dict) -> bool:
+    return bool(cfg.get("int8_ffn"))
 
 
 def _vnni() -> bool:
@@ -273,6 +283,8 @@ def test_burst_of_eight_sessions_matches_sequential_greedy(llm_engine):
     # the earlier development boxes gave at least 7 of 8 whole answers identical; an
     # AVX2-only EPYC (no VNNI) gave 5 of 8, every row the same for its first 3-6 words
     # (batched int8 rows summed in another order, we think: greedy near-ties part later;
-    # not checked against onnxruntime's kernels). VNNI CPUs keep the earlier bound.
-    assert same >= (7 if _vnni() else 4)
+    # not checked against onnxruntime's kernels). VNNI CPUs keep the earlier bound, but for
+    # the int8 FFN build, whose activation scale is shared by the rows of one step (5 of 8
+    # on this VNNI box, the first words alike).
+    assert same >= (7 if _vnni() and not _int8_ffn(llm_engine.cfg) else 4)
     assert all(got[i].split()[:2] == want[i].split()[:2] for i in range(8))
