@@ -1411,3 +1411,32 @@ def test_which_way_is_never_repaired_into_a_name(model: HomeModel) -> None:
     home = model.with_lists(HomeLists(("bedroom",), (), {"sonos one": "media_player"}))
     p = home.parse("turn the sonos down by 10 percent")
     assert (p.intent, p.slots.get("volume_step")) == ("HassSetVolumeRelative", -10)
+
+
+def test_particles_named_timers_after_a_correction_and_remarks_about_others(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("kitchen", "lounge"), ("downstairs", "upstairs"),
+        {"main door": "lock", "close door": "lock", "convector heater": "climate",
+         "pool pump": "switch", "telly": "media_player", "chores": "todo"}))
+    # a sentence's final particle says nothing ("never mind o" was the Main Door locked),
+    # but a message keeps it
+    assert home.parse("never mind o").intent == "HassNevermind"
+    assert home.parse("tell everyone sik fan la").slots.get("message") == "sik fan la"
+    # "..., naw, the tattie timer" corrects the telly to that timer (it was cancelled)
+    p = home.parse("pause the telly, naw, the tattie timer")
+    assert (p.intent, p.slots.get("name")) == ("HassPauseTimer", "tattie")
+    # a lock "buzzed open" is unlocked, the way said after its name
+    p = home.parse("buzz the close door open, it's the delivery guy")
+    assert p.intent == "HassTurnOff" and not (p.accepted and p.intent == "HassTurnOn")
+    # a device by its first word before "to" and a number; not a chore's words
+    assert home.parse("set the convector to nineteen degrees").slots.get("name") == \
+        "convector heater"
+    assert home.parse("add clean the pool to chores").slots.get("item") == "clean the pool"
+    # where others are is no place to act ("the downstairs neighbors are complaining")
+    p = home.parse("turn the volume down, the downstairs neighbors are complaining")
+    assert p.intent == "HassSetVolumeRelative" and "floor" not in p.slots
+    # "add off the gen ..." keeps its "off"; "check off tent" does not
+    assert home.parse("add off the gen by midnight to the chores list").slots.get("item") == \
+        "off the gen by midnight"
+    assert home.parse("check off tent from the chores list").slots.get("item") == "tent"

@@ -35,6 +35,7 @@ _NOT_WILD = frozenset(NUMBER_WORDS | {"hour", "hours", "minute", "minutes", "sec
 _ITEM_VERBS = frozenset(("add", "put", "stick", "pop", "write", "cross", "tick", "check", "mark",
                          "remove", "take", "scratch", "strike", "delete", "bung", "chuck"))
 _MARKING = frozenset(("mark", "tick", "check"))
+_ADDING = frozenset(("add", "put", "stick", "pop", "write", "bung", "chuck"))
 _OWNERS = frozenset(("my", "our", "the", "your", "a"))
 _LIST_NAMING = frozenset(("@todo", "@name", "shopping", "to", "do", "todo"))
 
@@ -47,7 +48,9 @@ def listed_item(words: list[str], found: list[Match]) -> str:
     if k is None or words[k] not in _ITEM_VERBS:
         return ""
     k += 1
-    while k < len(words) and words[k] in ("off", "down", "please"):
+    # the verb's particle ("check off tent"), but "add off the gen by midnight" adds it all
+    while k < len(words) and (words[k] in ("down", "please") or
+                              words[k] == "off" and words[k - 1] not in _ADDING):
         k += 1
     # where the list is named: its to-do name, or the word "list"
     named = [m.start for m in found if m.domain == "todo"] + \

@@ -33,6 +33,7 @@ from .lists import ENTITY_SLOTS, ROOM_WORDS, HomeLists, Match
 from .reading import (ANNOUNCING, addressed, all_said, announced, announcing, delayed, follows,
                       halfway, left_as_is, named_once, not_the_verb, particle, placed,
                       put_on_player, remarked, run_on, spoken_units)
+from ..numbers import NUMBER_WORDS
 from .words import (
     ASKS_OF, BACK, BEFORE_REQUEST, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS,
     CORRECTIONS, COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FILLERS, FULL, ITEM_SAID,
@@ -41,7 +42,7 @@ from .words import (
     STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED,
     UNIT_WORDS, UP, as_said, asked, commanded, excepted, leading_word, named_kinds, negated,
     number_word, own_doing, renumbered, repair_commands, said_number, said_plainly, told,
-    turned_up_or_down)
+    turned_up_or_down, without_particle)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -184,6 +185,12 @@ _KIND_NAMES = {**{w: "tv" for w in ("tv", "tvs", "telly", "television")},
 # what follows a device called by its first word alone ("pause the roku", "the roku
 # volume", "switch the immersion on")
 _AFTER_FIRST = [[], *([w] for w in ("on", "off", "up", "down", "volume", "please", "now"))]
+
+
+def _a_number(words: list[str]) -> bool:
+    return bool(words) and (number_word(words[0]) or words[0] in NUMBER_WORDS)
+
+
 # (not a place or time said around a request: "before my shower", "from the van")
 _PLACING = [[w] for w in ("before", "after", "for", "from", "in", "at", "by", "with", "of",
                           "until", "till", "into", "to")]
@@ -437,8 +444,10 @@ class HomeModel:
         """``words`` with a device called by its name's unseen first word said whole ("pause
         the roku": the roku tv), where nothing of the home is said there already."""
         hits = [i for i, w in enumerate(words) if w in self._firsts and w not in self.vocab
-                and i > 0 and words[i - 1] in _OWNED and words[i + 1:i + 2] in _AFTER_FIRST
-                and words[i - 2:i - 1] not in _PLACING]
+                and i > 0 and words[i - 1] in _OWNED and (
+                    words[i + 1:i + 2] in _AFTER_FIRST or words[i + 1:i + 2] == ["to"] and
+                    _a_number(words[i + 2:i + 3]))
+                and words[i - 2:i - 1] not in _PLACING]      # ("set the convector to 19")
         if not hits or set(words) & {"list", "timer", "timers"}:
             return words
         covered = {i for m in self.lists.matches(words) for i in range(m.start, m.end)}
@@ -474,7 +483,7 @@ class HomeModel:
         command comes last, after what it is about, and the last clause wins when it alone
         is a clear action and the whole is not, or is another request less surely; else a
         first clause that is a command wins over a whole that acts on nothing."""
-        bare = commanded(text)
+        bare = commanded(without_particle(text))
         corrected = self._corrected(bare)
         if corrected is None:              # corrected to something not heard: asked back
             return replace(self._parse(bare), accepted=False, missing=("name",))
@@ -697,8 +706,8 @@ class HomeModel:
                 # ("..., sorry i mean the cabinet light in the kitchen": in the kitchen too)
                 return " ".join([*before[:m.start], *after[c.start:end], *before[m.end:]])
             plain = [w for w in after if w not in DETERMINERS]
-            if said and not meant and len(plain) == 1 and plain[0] in _TIMER_WORDS:
-                m = said[-1]         # "pause the telly, no, the timer": the timer
+            if said and not meant and 1 <= len(plain) <= 3 and plain[-1] in _TIMER_WORDS:
+                m = said[-1]         # "pause the telly, no, the (tattie) timer": the timer
                 return " ".join([*before[:m.start], *after, *before[m.end:]])
             if said and marker in SURE_CORRECTIONS and any(w not in DETERMINERS for w in after):
                 return None
@@ -851,6 +860,12 @@ class HomeModel:
                 fixed = {k: v for k, v in fixed.items() if k != "domain"}   # (its own domain)
         verbs = set(masked[:masked.index("@name")] if "@name" in masked else masked[:2]) \
             if intent in ("HassTurnOn", "HassTurnOff") else set()
+        if verbs and "@name" in masked:
+            # and the way said right after the name ("buzz the close door open")
+            after = masked.index("@name")
+            while after < len(masked) and masked[after].startswith("@"):
+                after += 1
+            verbs |= set(masked[after:after + 1]) & _OPEN_CLOSE
         if verbs & _OPEN_CLOSE and \
                 self.lists.names.get(str(slots.get("name"))) == "lock":
             # a lock opened is unlocked ("open the key safe", "buzz open the building door";

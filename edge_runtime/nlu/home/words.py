@@ -39,7 +39,26 @@ COMMAND_VERBS = frozenset(("turn", "switch", "open", "close", "shut", "lock", "u
 
 # words before the request that say nothing of it ("so um close the skylight")
 FILLERS = frozenset(("so", "um", "uh", "er", "erm", "ok", "okay", "hey", "oh", "well", "right",
-                     "now", "and", "like", "hmm", "alright", "nah", "yo"))
+                     "now", "and", "like", "hmm", "alright", "nah", "yo", "abeg", "biko"))
+# a particle ending a sentence in other Englishes that says nothing of the request ("never
+# mind o": Nigerian English; "off the fan lah": Singaporean); not a title's ("play ooh la
+# la") nor a message's ("tell everyone sik fan la")
+_PARTICLES = frozenset(("o", "oo", "ooo", "la", "lah", "leh"))
+_SAYING = frozenset(("play", "tell", "announce", "broadcast", "say"))
+_FINAL_WORD = re.compile(r"^(.*\w)[\s,]+([A-Za-z]+)(\W*)$", re.S)
+
+
+def without_particle(text: str) -> str:
+    """``text`` without a final discourse particle (its end punctuation kept)."""
+    m = _FINAL_WORD.match(text.strip())
+    if not m or m.group(2).lower() not in _PARTICLES:
+        return text
+    before = re.sub(r"[^\w\s]", "", m.group(1).lower()).split()
+    if len(before) < 2 or before[0] in _SAYING or before[-1] in _PARTICLES:
+        return text
+    return m.group(1) + m.group(3)
+
+
 # and what a polite request says before its verb ("um, could you just add ...")
 BEFORE_REQUEST = FILLERS | {"please", "can", "could", "would", "you", "will", "just"}
 
@@ -243,6 +262,7 @@ def told(masked: list[str]) -> bool:
         bool(_SELF & set(said)) or \
         first not in BEFORE_REQUEST | COMMAND_VERBS and then in _DID_TO or \
         bool(PAST.intersection(masked)) or _said_of(masked) or _done_before(masked) or \
+        _others_said(masked) or \
         any(a in _BUSY and b == "after" and c.endswith("ing")     # "i'm after turning it off"
             for a, b, c in zip(said, said[1:], said[2:], strict=False))
 
@@ -258,6 +278,27 @@ _ADVERBS = frozenset(("just", "also", "actually", "literally", "only", "finally"
 _DOES = frozenset(("says", "said", "make", "makes", "made", "look", "looks", "keeps", "kept",
                    "smells", "sounds",
                    "needs", "seems", "got", "broke", "had", "burst", "blew", "died", "fell"))
+
+
+# people and pets a remark is about ("..., the downstairs neighbours are complaining")
+_OTHERS = frozenset(("neighbours", "neighbors", "neighbour", "neighbor", "kids", "kid", "baby",
+                     "children", "child", "guests", "guest", "visitors", "dog", "dogs", "cat",
+                     "cats", "wife", "husband", "mum", "mom", "dad", "gran", "granny",
+                     "grandma", "grandpa", "nan", "twins"))
+
+
+def _others_said(masked: list[str]) -> bool:
+    """Someone named first, then what they are or do, places and all ("the downstairs
+    neighbours are complaining", "the kids upstairs are asleep")."""
+    said = [w for w in masked if w not in ("the", "my", "our") and not w.startswith("@")]
+    who = 0 if said[:1] and said[0] in _OTHERS else \
+        1 if said[:2] and said[0] in ("downstairs", "upstairs") and said[1] in _OTHERS else None
+    if who is None:
+        return False
+    be = next((i for i in range(who + 1, min(who + 3, len(said)))
+               if said[i] in ("is", "are", "s", "re", "was", "were")), None)
+    return be is not None and be + 1 < len(said) and \
+        not set(said[be:]) & (COMMAND_VERBS | BEFORE_REQUEST)   # (no request after it)
 
 
 def _said_of(masked: list[str]) -> bool:
