@@ -42,7 +42,7 @@ from .words import (
     STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED,
     UNIT_WORDS, UP, as_said, asked, commanded, excepted, leading_word, named_kinds, negated,
     number_word, own_doing, renumbered, repair_commands, said_number, said_plainly, told,
-    turned_up_or_down, without_particle)
+    not_wanted, turned_up_or_down, without_particle)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -185,6 +185,16 @@ _KIND_NAMES = {**{w: "tv" for w in ("tv", "tvs", "telly", "television")},
 # what follows a device called by its first word alone ("pause the roku", "the roku
 # volume", "switch the immersion on")
 _AFTER_FIRST = [[], *([w] for w in ("on", "off", "up", "down", "volume", "please", "now"))]
+
+
+def _after_name(masked: list[str]) -> str:
+    """The word said right after a device's name ("bring the @name @cover in, ...")."""
+    if "@name" not in masked:
+        return ""
+    at = masked.index("@name")
+    while at < len(masked) and masked[at].startswith("@"):
+        at += 1
+    return masked[at] if at < len(masked) else ""
 
 
 def _a_number(words: list[str]) -> bool:
@@ -529,7 +539,9 @@ class HomeModel:
         remark = said_last[0] in REMARKING and not set(said_last) & COMMAND_VERBS
         # (where the speaker goes is said, not asked: "..., we're off to bed")
         stated = told(said_last) or remark and ["off", "to"] in (
-            said_last[i:i + 2] for i in range(len(said_last)))
+            said_last[i:i + 2] for i in range(len(said_last))) or \
+            told(HomeLists.mask(said_last, self.lists.matches(said_last))) or \
+            not_wanted(said_last)   # ("..., the kettle's boiled", "..., don't want ...")
         contracted = "'" in clauses[-1].split()[0]      # "we're ...", not "were ..."
         if (stated or set(said_last) & REPORTED or remark) and \
                 (said_last[0] not in QUESTION_STARTS or contracted) and \
@@ -542,6 +554,9 @@ class HomeModel:
                                   rest.intent == whole.intent and
                                   set(whole.slots) <= set(rest.slots)):
                 return rest
+            if stated and not rest.accepted and rest.intent == whole.intent:
+                return rest    # "the kettle's tidy now, we fixed it": a statement does not
+                # make a request of what was not one
         elided = self._elided(clauses[0], clauses[-1]) if len(clauses) == 2 else None
         last = self._parse(elided or self._referred(clauses[:-1], clauses[-1]))
         asks = normalize_text(clauses[-1]).split()
@@ -610,7 +625,11 @@ class HomeModel:
             return None    # ("open the globe pendant, we eat in five minutes": when they
             # eat; "i'm in the metro, i arrive in twenty minutes": no command at all)
         now = self._parse(" ".join(command))
-        if not (now.accepted and is_action(now.intent)) or now.intent in TIMER_INTENTS or \
+        # a command said with its verb is carried as said even when it is not understood
+        # now ("in 30 minutes turn off the sprinklers" was a plain timer): it is read again
+        # when the timer rings, and announced as not done if still not understood
+        carried = now.accepted or leading_word(command) in COMMAND_VERBS
+        if not (carried and is_action(now.intent)) or now.intent in TIMER_INTENTS or \
                 now.intent == "HassBroadcast" or REQUIRED.get(now.intent) == ("item",):
             return None
         timer = self._parse("set a timer for " + " ".join(span))
@@ -862,10 +881,7 @@ class HomeModel:
             if intent in ("HassTurnOn", "HassTurnOff") else set()
         if verbs and "@name" in masked:
             # and the way said right after the name ("buzz the close door open")
-            after = masked.index("@name")
-            while after < len(masked) and masked[after].startswith("@"):
-                after += 1
-            verbs |= set(masked[after:after + 1]) & _OPEN_CLOSE
+            verbs |= {_after_name(masked)} & _OPEN_CLOSE
         if verbs & _OPEN_CLOSE and \
                 self.lists.names.get(str(slots.get("name"))) == "lock":
             # a lock opened is unlocked ("open the key safe", "buzz open the building door";
@@ -1138,8 +1154,9 @@ class HomeModel:
                 follows(masked, [verb, "back"]) for verb in ("pull", "draw", "roll")):
             moved = "HassTurnOn"               # "pull back the lace curtains": open
         elif intent in ("HassTurnOn", "HassTurnOff") and cover and not number and \
-                leading_word(masked) in _DRAWING and \
-                [w for w in masked if w not in ("please", "now")][-1:] == ["in"]:
+                leading_word(masked) in _DRAWING and (
+                    [w for w in masked if w not in ("please", "now")][-1:] == ["in"] or
+                    _after_name(masked) == "in"):
             moved = "HassTurnOff"              # "bring the awning in": closed
         elif intent == "HassTurnOn" and not cover and follows(masked, ["put", "out"]) and (
                 light or "@light" in said):

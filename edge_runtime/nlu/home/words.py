@@ -49,7 +49,12 @@ _FINAL_WORD = re.compile(r"^(.*\w)[\s,]+([A-Za-z]+)(\W*)$", re.S)
 
 
 def without_particle(text: str) -> str:
-    """``text`` without a final discourse particle (its end punctuation kept)."""
+    """``text`` without a final discourse particle (its end punctuation kept), and without
+    the "or not" that ends a request asked as a question ("can play some p ramlee songs or
+    not": the songs)."""
+    m = re.match(r"^((?:can|could|would|will)\b.*\w)[\s,]+or\s+not(\W*)$", text.strip(), re.I | re.S)
+    if m and len(m.group(1).split()) > 2:
+        text = m.group(1) + m.group(2)
     m = _FINAL_WORD.match(text.strip())
     if not m or m.group(2).lower() not in _PARTICLES:
         return text
@@ -251,6 +256,14 @@ TOLD = frozenset(("love", "like", "hate", "think", "thought", "wonder", "bought"
                   "replaced", "moved", "already", "put", "set", "left", "got", "did"))
 
 
+# a reason said as what is not wanted ("..., don't want them to catch cold")
+_NOT_WANTED = re.compile(r"^(?:i |we )?(?:dont|do not|didnt) (?:want|wanna|need)\b")
+
+
+def not_wanted(said: list[str]) -> bool:
+    return bool(_NOT_WANTED.match(" ".join(said)))
+
+
 def told(masked: list[str]) -> bool:
     """A statement about the home, not a request of it: "I love the new chandelier",
     "I turned the heater off", "the front door was unlocked all night", "the grow lights make
@@ -284,7 +297,10 @@ _DOES = frozenset(("says", "said", "make", "makes", "made", "look", "looks", "ke
 _OTHERS = frozenset(("neighbours", "neighbors", "neighbour", "neighbor", "kids", "kid", "baby",
                      "children", "child", "guests", "guest", "visitors", "dog", "dogs", "cat",
                      "cats", "wife", "husband", "mum", "mom", "dad", "gran", "granny",
-                     "grandma", "grandpa", "nan", "twins"))
+                     "grandma", "grandpa", "nan", "twins", "mam", "nana"))
+
+
+_HABITUALLY = frozenset(("always", "never", "usually", "often", "sometimes", "keeps"))
 
 
 def _others_said(masked: list[str]) -> bool:
@@ -295,6 +311,9 @@ def _others_said(masked: list[str]) -> bool:
         1 if said[:2] and said[0] in ("downstairs", "upstairs") and said[1] in _OTHERS else None
     if who is None:
         return False
+    if said[who + 1:who + 2] and said[who + 1] in _HABITUALLY and \
+            said[who + 2:who + 3] and said[who + 2].endswith("s"):
+        return True            # "mam always leaves the spotlights on": what she does
     be = next((i for i in range(who + 1, min(who + 3, len(said)))
                if said[i] in ("is", "are", "s", "re", "was", "were")), None)
     return be is not None and be + 1 < len(said) and \
@@ -311,6 +330,8 @@ def _said_of(masked: list[str]) -> bool:
         i += 1
     if i < len(masked) and masked[i] in DEVICE_WORDS and masked[i - 1] == "@area":
         i += 1                     # a device by its room
+    while masked and masked[-1] in ("now", "again", "though", "anyway", "today"):
+        masked = masked[:-1]       # "the kettle's tidy now"
     copula = i < len(masked) and masked[i] in ("s", "is", "are")
     while i < len(masked) and masked[i] in ("s", "is", "are", "has", "just", "already",
                                             "finally"):
