@@ -45,6 +45,7 @@ FILLERS = frozenset(("so", "um", "uh", "er", "erm", "ok", "okay", "hey", "oh", "
 # la") nor a message's ("tell everyone sik fan la")
 _PARTICLES = frozenset(("o", "oo", "ooo", "la", "lah", "leh"))
 _SAYING = frozenset(("play", "tell", "announce", "broadcast", "say"))
+_OR_NOT = re.compile(r"^((?:can|could|would|will)\b.*\w)[\s,]+or\s+not(\W*)$", re.I | re.S)
 _FINAL_WORD = re.compile(r"^(.*\w)[\s,]+([A-Za-z]+)(\W*)$", re.S)
 
 
@@ -52,7 +53,7 @@ def without_particle(text: str) -> str:
     """``text`` without a final discourse particle (its end punctuation kept), and without
     the "or not" that ends a request asked as a question ("can play some p ramlee songs or
     not": the songs)."""
-    m = re.match(r"^((?:can|could|would|will)\b.*\w)[\s,]+or\s+not(\W*)$", text.strip(), re.I | re.S)
+    m = _OR_NOT.match(text.strip())
     if m and len(m.group(1).split()) > 2:
         text = m.group(1) + m.group(2)
     m = _FINAL_WORD.match(text.strip())
