@@ -1464,3 +1464,17 @@ def test_reasons_after_a_command_habits_and_commands_put_off_as_said(model: Home
     p = home.parse("in 30 minutes turn off the sprinklers")
     assert (p.intent, p.slots.get("minutes"), p.slots.get("conversation_command")) == \
         ("HassStartTimer", 30, "turn off the sprinklers")
+
+
+def test_a_remark_said_aside_a_fix_told_and_what_grandma_wants(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("bedroom",), (), {"blackout curtains": "cover", "kettle": "switch",
+                           "radio": "media_player"}))
+    # a remark between two clauses gives the command no number ("it's gone nine")
+    p = home.parse("open the blackout curtains, it's gone nine, get up")
+    assert p.intent != "HassSetPosition" and "position" not in p.slots
+    # what was fixed is told, not asked for
+    assert not home.parse("the kettle's tidy now, we fixed it").accepted
+    # what someone else wants is the reason for the command before it
+    p = home.parse("unmute the radio, ah ma wants to listen to the news")
+    assert p.intent == "HassMediaPlayerUnmute" or not p.accepted

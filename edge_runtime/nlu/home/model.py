@@ -514,6 +514,13 @@ class HomeModel:
             return put_off
         text = _unmarked_clause(text)
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+        if len(clauses) > 2:
+            # a remark between two clauses is said aside ("open the blackout curtains, it's
+            # gone nine, get up": no position 9)
+            kept = [c for i, c in enumerate(clauses)
+                    if i in (0, len(clauses) - 1) or not self._aside(c)]
+            if len(kept) < len(clauses):
+                text, clauses = ", ".join(kept), kept
         if len(clauses) > 1 and normalize_text(clauses[0]) in _ALONE:
             # "Add, take the bins out to Chores": a verb heard with a pause after it
             text = " ".join(clauses)
@@ -614,6 +621,12 @@ class HomeModel:
                     first.confidence > whole.confidence:
                 return first
         return whole
+
+    def _aside(self, clause: str) -> bool:
+        """A remark that asks and names nothing ("it's gone nine", "I'm off now")."""
+        words = normalize_text(clause).split()
+        return bool(words) and words[0] in REMARKING and not set(words) & COMMAND_VERBS and \
+            not self.lists.matches(words)
 
     def _put_off(self, command: list[str], span: list[str]) -> HomeParse | None:
         """A command put off for ``span`` ("in 20 minutes turn off the light strip"): a

@@ -254,7 +254,8 @@ TOO_LOUD = frozenset(("loud", "noisy"))
 TOLD = frozenset(("love", "like", "hate", "think", "thought", "wonder", "bought", "saw",
                   "turned", "switched", "opened", "closed", "locked", "unlocked", "noticed",
                   "heard", "guess", "believe", "hope", "wish", "installed", "painted",
-                  "replaced", "moved", "already", "put", "set", "left", "got", "did"))
+                  "replaced", "moved", "already", "put", "set", "left", "got", "did", "fixed",
+                  "mended", "repaired", "sorted"))
 
 
 # a reason said as what is not wanted ("..., don't want them to catch cold")
@@ -298,7 +299,7 @@ _DOES = frozenset(("says", "said", "make", "makes", "made", "look", "looks", "ke
 _OTHERS = frozenset(("neighbours", "neighbors", "neighbour", "neighbor", "kids", "kid", "baby",
                      "children", "child", "guests", "guest", "visitors", "dog", "dogs", "cat",
                      "cats", "wife", "husband", "mum", "mom", "dad", "gran", "granny",
-                     "grandma", "grandpa", "nan", "twins", "mam", "nana"))
+                     "grandma", "grandpa", "nan", "twins", "mam", "nana", "ma", "pa"))
 
 
 _HABITUALLY = frozenset(("always", "never", "usually", "often", "sometimes", "keeps"))
@@ -308,6 +309,8 @@ def _others_said(masked: list[str]) -> bool:
     """Someone named first, then what they are or do, places and all ("the downstairs
     neighbours are complaining", "the kids upstairs are asleep")."""
     said = [w for w in masked if w not in ("the", "my", "our") and not w.startswith("@")]
+    if said[:1] == ["ah"]:
+        said = said[1:]        # "ah ma": grandma, in Malaysian and Singaporean homes
     who = 0 if said[:1] and said[0] in _OTHERS else \
         1 if said[:2] and said[0] in ("downstairs", "upstairs") and said[1] in _OTHERS else None
     if who is None:
@@ -316,7 +319,7 @@ def _others_said(masked: list[str]) -> bool:
             said[who + 2:who + 3] and said[who + 2].endswith("s"):
         return True            # "mam always leaves the spotlights on": what she does
     be = next((i for i in range(who + 1, min(who + 3, len(said)))
-               if said[i] in ("is", "are", "s", "re", "was", "were")), None)
+               if said[i] in ("is", "are", "s", "re", "was", "were", "wants", "needs")), None)
     return be is not None and be + 1 < len(said) and \
         not set(said[be:]) & (COMMAND_VERBS | BEFORE_REQUEST)   # (no request after it)
 
