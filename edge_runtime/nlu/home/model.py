@@ -623,7 +623,7 @@ class HomeModel:
         return whole
 
     def _aside(self, clause: str) -> bool:
-        """A remark that asks and names nothing ("it's gone nine", "I'm off now")."""
+        """A remark that names and commands nothing ("it's gone nine", "I'm off now")."""
         words = normalize_text(clause).split()
         return bool(words) and words[0] in REMARKING and not set(words) & COMMAND_VERBS and \
             not self.lists.matches(words)
