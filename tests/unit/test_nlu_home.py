@@ -1478,3 +1478,21 @@ def test_a_remark_said_aside_a_fix_told_and_what_grandma_wants(model: HomeModel)
     # what someone else wants is the reason for the command before it
     p = home.parse("unmute the radio, ah ma wants to listen to the news")
     assert p.intent == "HassMediaPlayerUnmute" or not p.accepted
+
+
+def test_is_it_a_device_left_on_then_referred_to_and_a_timer_removed_whole(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(("lounge",), (), {"telly": "media_player",
+                                                        "party list": "todo"}))
+    # a listener's "is it" asks nothing ("oh is it" was the time, "is it? shame man" weather)
+    for heard in ("oh is it", "is it? shame man"):
+        assert not home.parse(heard).accepted, heard
+    # "leave the telly on but mute it": the telly muted
+    p = home.parse("leave the telly on but mute it")
+    assert p.intent == "HassMediaPlayerMute" and p.slots.get("name") in (None, "telly")
+    assert p.slots.get("name") == "telly" or not p.accepted
+    # "remove the timer of ten minutes" cancels that timer; it does not take ten minutes off
+    p = home.parse("remove the timer of ten minutes")
+    assert not (p.accepted and p.intent == "HassDecreaseTimer")
+    # "take away candles from the party list": candles
+    assert home.parse("take away candles from the party list").slots.get("item") == "candles"

@@ -50,7 +50,7 @@ def listed_item(words: list[str], found: list[Match]) -> str:
     k += 1
     # the verb's particle ("check off tent"), but "add off the gen by midnight" adds it all
     while k < len(words) and (words[k] in ("down", "please") or
-                              words[k] == "off" and words[k - 1] not in _ADDING):
+                              words[k] in ("off", "away") and words[k - 1] not in _ADDING):
         k += 1
     # where the list is named: its to-do name, or the word "list"
     named = [m.start for m in found if m.domain == "todo"] + \

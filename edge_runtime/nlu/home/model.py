@@ -42,7 +42,7 @@ from .words import (
     STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED,
     UNIT_WORDS, UP, as_said, asked, commanded, excepted, leading_word, named_kinds, negated,
     number_word, own_doing, renumbered, repair_commands, said_number, said_plainly, told,
-    not_wanted, turned_up_or_down, without_particle)
+    backchannel, not_wanted, turned_up_or_down, without_particle)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -486,6 +486,21 @@ class HomeModel:
         return probs, per_intent
 
     def parse(self, text: str) -> HomeParse:
+        """:meth:`_read`, but for a listener's "is it" (no request) and a timer removed
+        whole ("remove the timer of ten minutes": the ten-minute timer cancelled, not
+        shortened by ten minutes)."""
+        if backchannel(text):
+            return HomeParse(OTHER, 1.0)
+        p = self._read(text)
+        if p.intent == "HassDecreaseTimer" and "minutes" in p.slots:
+            said = [w for w in normalize_text(text).split() if w not in DETERMINERS]
+            if said[:2] in (["remove", "timer"], ["delete", "timer"]) and \
+                    said[2:3] in (["of"], ["for"]):
+                return replace(p, intent="HassCancelTimer",
+                               slots={"start_minutes": p.slots["minutes"]})
+        return p
+
+    def _read(self, text: str) -> HomeParse:
         """The intent and slots of ``text``, without a clause that spares a device or the
         reason around the command (``words.commanded``) and with a spoken correction
         applied. A request in clauses ("I'm leaving the office, turn the space heater off")

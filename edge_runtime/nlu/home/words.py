@@ -49,6 +49,15 @@ _OR_NOT = re.compile(r"^((?:can|could|would|will)\b.*\w)[\s,]+or\s+not(\W*)$", r
 _FINAL_WORD = re.compile(r"^(.*\w)[\s,]+([A-Za-z]+)(\W*)$", re.S)
 
 
+# "oh is it", "is it? shame man": a listener's "really?", no question of the home
+_BACKCHANNEL = re.compile(r"^(?:(?:oh|ag|ah|aw|yoh|ok|okay|wow|really)\W+)*is\s+it\b\W*"
+                          r"(?:(?:really|shame|man|hey|ne|nè|eh)\b\W*)*$", re.I)
+
+
+def backchannel(text: str) -> bool:
+    return bool(_BACKCHANNEL.match(text.strip()))
+
+
 def without_particle(text: str) -> str:
     """``text`` without a final discourse particle (its end punctuation kept), and without
     the "or not" that ends a request asked as a question ("can play some p ramlee songs or
@@ -210,9 +219,18 @@ def _minded(text: str) -> str:
     return _GERUNDS[verb] + said[m.end():] if m and verb in _GERUNDS else text
 
 
+# a device left as it is, then what to do to it ("leave the telly on but mute it")
+_LEFT_BUT = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+(?P<obj>(?:the|my|our)\s+[^,;]*?)\s+"
+                       r"(?:on|off|open|closed|running|going)\s*,?\s*(?:and|but)\s+"
+                       r"(?P<rest>.*?)\b(?:it|them)\b(?P<after>.*)$", re.I)
+
+
 def commanded(text: str) -> str:
     """``text`` without the clause that spares a device or the reason around the command, and
     without the hesitations and the long way round before it and thanks after it."""
+    left = _LEFT_BUT.match(text.strip())
+    if left:               # "leave the telly on but mute it": mute the telly
+        text = f"{left['rest']}{left['obj']}{left['after']}"
     bare = _SPARED_BEFORE.sub("", _SPARED.sub("", _minded(_POLITE.sub("",
                                                                      _HESITATED.sub("", text)))))
     bare = _REASON_AFTER.sub("", bare)
