@@ -1496,3 +1496,24 @@ def test_is_it_a_device_left_on_then_referred_to_and_a_timer_removed_whole(
     assert not (p.accepted and p.intent == "HassDecreaseTimer")
     # "take away candles from the party list": candles
     assert home.parse("take away candles from the party list").slots.get("item") == "candles"
+
+
+def test_kill_the_air_con_said_as_two_words_and_where_the_speaker_needs_to_go(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("balcony", "kids bathroom"), (),
+        {"portable air con": "climate", "telly": "media_player"}))
+    # "kill" is off, whatever "on" says after it
+    p = home.parse("kill the lights on the balcony")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    # "the air con" is the home's one aircon, said in two words
+    p = home.parse("set the air con fan to high")
+    assert p.intent == "HassClimateSetFanMode" and \
+        p.slots.get("name") in (None, "portable air con")
+    assert p.slots.get("name") == "portable air con" or not p.accepted
+    # where the speaker needs to go is no place to act
+    assert "area" not in home.parse("pause it i need the bathroom").slots
+    # what the speaker has done puts off no command
+    p = home.parse("i've just put the shortbread in the oven, would you be a dear and set a "
+                   "timer for twelve minutes")
+    assert "conversation_command" not in p.slots

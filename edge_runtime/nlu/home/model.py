@@ -187,6 +187,17 @@ _KIND_NAMES = {**{w: "tv" for w in ("tv", "tvs", "telly", "television")},
 _AFTER_FIRST = [[], *([w] for w in ("on", "off", "up", "down", "volume", "please", "now"))]
 
 
+def _aircon(words: list[str]) -> list[str]:
+    """``words`` with "air con" said as one word ("the air con fan": the aircon's)."""
+    out: list[str] = []
+    for w in words:
+        if w == "con" and out[-1:] == ["air"]:
+            out[-1] = "aircon"
+        else:
+            out.append(w)
+    return out
+
+
 def _after_name(masked: list[str]) -> str:
     """The word said right after a device's name ("bring the @name @cover in, ...")."""
     if "@name" not in masked:
@@ -208,7 +219,7 @@ _PLACING = [[w] for w in ("before", "after", "for", "from", "in", "at", "by", "w
 _NOT_AFTER_ON = frozenset(("and", "or", "to", "for", "at", "now", "again", "please", "yet"))
 # who does something in a clause: a time said there is theirs, no command's
 _SUBJECTS = frozenset(("i", "we", "he", "she", "they", "im", "ill", "were", "well", "hes",
-                       "shes", "theyre", "theyll"))
+                       "shes", "theyre", "theyll", "ive", "weve", "theyve"))
 # what is switched, never opened: "open" and "close" say on and off
 _SWITCHED = frozenset(("light", "switch", "fan"))
 _OPEN_CLOSE = frozenset(("open", "close", "shut"))
@@ -420,9 +431,12 @@ class HomeModel:
         # the devices called by their kind's word, last in the name ("the tv": the Roku TV)
         by_kind: dict[tuple[str, str], list[str]] = {}
         for name, domain in lists.names.items():
-            last = normalize_text(name).split()[-1:]
+            said = _aircon(normalize_text(name).split())
+            last = said[-1:]
             if last and last[0] in _KIND_NAMES:
                 by_kind.setdefault((domain, _KIND_NAMES[last[0]]), []).append(name)
+            elif domain == "climate" and "aircon" in said:
+                by_kind.setdefault((domain, "aircon"), []).append(name)   # "Aircon Unit"
         self._by_kind = {k: names[0] for k, names in by_kind.items() if len(names) == 1}
         # the devices called by a first word no other name or area has ("the roku": the
         # Roku TV); only a word the model never saw, so never "the kitchen" or "the desk"
@@ -883,6 +897,11 @@ class HomeModel:
                    m.domain == _DOMAIN_OF.get(intent)]
             if len(kin) == 1:
                 slots["name"] = kin[0].value
+        for m in found:
+            if m.slot in ("area", "floor") and m.value == slots.get(m.slot) and \
+                    "need" in [w for w in words[max(0, m.start - 4):m.start]
+                               if w not in DETERMINERS]:
+                del slots[m.slot]   # "pause it i need the bathroom": where the speaker goes
         device = next((m for m in found if m.slot == "name" and m.value == slots.get("name")),
                       None)
         if device is not None and intent != "HassVacuumCleanArea":   # (a room to clean is no
@@ -898,7 +917,8 @@ class HomeModel:
             # on" (not "the tv in here": the room's)
             said_as = {**_KIND_NAMES, **_PLAYER_SLANG} if intent in _PLAYER_INTENTS else \
                 _KIND_NAMES
-            kinds = {said_as[w] for w, n in zip(masked, [*masked[1:], ""], strict=True)
+            joined = _aircon(masked)
+            kinds = {said_as[w] for w, n in zip(joined, [*joined[1:], ""], strict=True)
                      if w in said_as and n not in _SHOWN}     # (not "the tv show")
             domains = [_DOMAIN_OF[intent]] if intent in _DOMAIN_OF else ["media_player", "climate"]
             called = {self._by_kind.get((d, k)) for k in kinds for d in domains} - {None}
@@ -910,6 +930,8 @@ class HomeModel:
         if verbs and "@name" in masked:
             # and the way said right after the name ("buzz the close door open")
             verbs |= {_after_name(masked)} & _OPEN_CLOSE
+        if intent == "HassTurnOn" and leading_word(masked) == "kill":
+            intent = "HassTurnOff"   # "kill the lights on the balcony": "on" says where
         if verbs & _OPEN_CLOSE and \
                 self.lists.names.get(str(slots.get("name"))) == "lock":
             # a lock opened is unlocked ("open the key safe", "buzz open the building door";
