@@ -1517,3 +1517,6 @@ def test_kill_the_air_con_said_as_two_words_and_where_the_speaker_needs_to_go(
     p = home.parse("i've just put the shortbread in the oven, would you be a dear and set a "
                    "timer for twelve minutes")
     assert "conversation_command" not in p.slots
+    # but a room said as what is needed there keeps it
+    p = home.parse("i need the kids bathroom light on")
+    assert p.slots.get("area") == "kids bathroom" or not p.accepted

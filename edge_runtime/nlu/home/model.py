@@ -899,9 +899,12 @@ class HomeModel:
                 slots["name"] = kin[0].value
         for m in found:
             if m.slot in ("area", "floor") and m.value == slots.get(m.slot) and \
-                    "need" in [w for w in words[max(0, m.start - 4):m.start]
-                               if w not in DETERMINERS]:
-                del slots[m.slot]   # "pause it i need the bathroom": where the speaker goes
+                    m.end == len(words) and [w for w in words[max(0, m.start - 4):m.start]
+                                             if w not in DETERMINERS and
+                                             w not in ("to", "go", "use")][-1:] == ["need"]:
+                # "pause it i need the bathroom": where the speaker goes, said last (not "i
+                # need the kitchen lights on")
+                del slots[m.slot]
         device = next((m for m in found if m.slot == "name" and m.value == slots.get("name")),
                       None)
         if device is not None and intent != "HassVacuumCleanArea":   # (a room to clean is no
