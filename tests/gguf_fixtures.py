@@ -174,3 +174,18 @@ def write_arch_gguf(path: Path, arch: str, qtype: str = "Q4_1", seed: int = 0,
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+def build_variants(tmp: Path, variants: dict, archs: tuple = (("llama", "Q4_1"),
+                                                              ("gemma3", "Q4_K"))) -> dict:
+    """A tiny GGUF of each ``(arch, qtype)`` built once per variant (``{key: build_llm
+    keyword arguments}``): ``{(arch, key): model dir, (arch, "gguf"): the GGUF}``."""
+    from edge_runtime.models.gguf2onnx.build import build_llm
+
+    out: dict = {}
+    for arch, qtype in archs:
+        g = out[arch, "gguf"] = write_arch_gguf(tmp / f"{arch}.gguf", arch, qtype)
+        for key, kwargs in variants.items():
+            out[arch, key] = tmp / f"{arch}-{key}"
+            build_llm(g, out[arch, key], **kwargs)
+    return out

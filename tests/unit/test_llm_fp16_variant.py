@@ -12,24 +12,16 @@ import pytest
 pytest.importorskip("gguf")
 onnx = pytest.importorskip("onnx")
 
-from tests.gguf_fixtures import write_arch_gguf  # noqa: E402
+from tests.gguf_fixtures import build_variants, write_arch_gguf  # noqa: E402
 
 IDS = list(range(5, 37))
 
 
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
-    from edge_runtime.models.gguf2onnx.build import build_llm
-
-    tmp = tmp_path_factory.mktemp("fp16")
-    out = {}
-    for arch, qtype in (("llama", "Q4_1"), ("gemma3", "Q4_K")):
-        g = write_arch_gguf(tmp / f"{arch}.gguf", arch, qtype)
-        for prec in ("fp32", "fp16"):
-            d = tmp / f"{arch}-{prec}"
-            build_llm(g, d, accuracy_level=1, lm_head_accuracy_level=1, precision=prec)
-            out[arch, prec] = d
-    return out
+    return build_variants(tmp_path_factory.mktemp("fp16"), {
+        prec: {"accuracy_level": 1, "lm_head_accuracy_level": 1, "precision": prec}
+        for prec in ("fp32", "fp16")})
 
 
 @pytest.mark.parametrize("arch", ["llama", "gemma3"])

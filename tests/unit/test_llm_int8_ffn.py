@@ -11,29 +11,20 @@ import pytest
 pytest.importorskip("gguf")
 onnx = pytest.importorskip("onnx")
 
-from tests.gguf_fixtures import write_arch_gguf  # noqa: E402
+from tests.gguf_fixtures import build_variants  # noqa: E402
 
 IDS = list(range(5, 37))
 
 
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
-    from edge_runtime.models.gguf2onnx.build import build_llm
-
-    tmp = tmp_path_factory.mktemp("int8ffn")
-    out = {}
-    for arch, qtype in (("llama", "Q4_1"), ("gemma3", "Q4_K")):
-        g = write_arch_gguf(tmp / f"{arch}.gguf", arch, qtype)
-        for int8 in (False, True):
-            d = tmp / f"{arch}-{int8}"
-            build_llm(g, d, int8_ffn=int8)
-            out[arch, int8] = d
-        out[arch, "gguf"] = g
-    return out
+    return build_variants(tmp_path_factory.mktemp("int8ffn"),
+                          {int8: {"int8_ffn": int8} for int8 in (False, True)})
 
 
 def _ops(d) -> list[str]:
-    return [n.op_type for n in onnx.load(str(d / "model.onnx"), load_external_data=False).graph.node]
+    proto = onnx.load(str(d / "model.onnx"), load_external_data=False)
+    return [n.op_type for n in proto.graph.node]
 
 
 @pytest.mark.parametrize("arch", ["llama", "gemma3"])

@@ -145,18 +145,12 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
 
 def _calibrate_ffn(model: GgufModel, out_dir: Path) -> dict:
     """The int8 FFN's calibration: FFN input ranges of the numpy reference over
-    CALIBRATION_TEXT, tokenized as the engine feeds a prompt (BOS first where the model
-    adds one)."""
-    from tokenizers import Tokenizer
+    CALIBRATION_TEXT, tokenized as the engine feeds a prompt."""
+    from .reference import CALIBRATION_TEXT, ffn_input_ranges, text_ids
 
-    from .reference import CALIBRATION_TEXT, ffn_input_ranges
-
-    tok = Tokenizer.from_file(str(out_dir / "tokenizer.json"))
-    ids = tok.encode(CALIBRATION_TEXT, add_special_tokens=False).ids
-    if model.metadata.get("add_bos"):
-        ids = [model.bos_id] + ids
+    ids = text_ids(model, out_dir, CALIBRATION_TEXT)
     t0 = time.perf_counter()
-    ranges = ffn_input_ranges(model, ids[:model.hparams.context_length])
+    ranges = ffn_input_ranges(model, ids)
     log.info("int8 FFN calibrated on %d tokens in %.1f s", len(ids), time.perf_counter() - t0)
     return ranges
 

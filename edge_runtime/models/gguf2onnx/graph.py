@@ -32,8 +32,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from .gguf_weights import GgufModel, LlamaHParams, QTensor, dequantize, output_tensor
-from .quant import (FLOAT_TYPES, NBitsWeight, can_fuse, concat_rows, dequantize_nbits,
-                    split_rows, to_nbits)
+from .quant import FLOAT_TYPES, NBitsWeight, can_fuse, concat_rows, split_rows, to_nbits
 
 OPSET = 17
 # The output head is split into MatMulNBits nodes of at most this many rows (+ one Concat):
@@ -328,8 +327,10 @@ class _Builder:
         p = f"blk.{i}"
         names = ([f"{p}.ffn_up.weight"] if self.spec.fused_gate_up else
                  [f"{p}.ffn_gate.weight", f"{p}.ffn_up.weight"])
-        w = np.concatenate([dequantize_nbits(x) if isinstance(x, NBitsWeight) else x
-                            for x in map(self.weight, names)], axis=0).astype(np.float32)
+        # the GGUF's own values (the blocks' re-pack is exact), not cached as blocks: these
+        # weights never become MatMulNBits nodes
+        w = np.concatenate([dequantize(self.m.tensors[n]) for n in names],
+                           axis=0).astype(np.float32)
         a = np.maximum(self.ffn_ranges[i], 1e-5)
         wk = np.maximum(np.abs(w).max(axis=0), 1e-5)
         smooth = (a ** FFN_SMOOTH_ALPHA / wk ** (1 - FFN_SMOOTH_ALPHA)).astype(np.float32)

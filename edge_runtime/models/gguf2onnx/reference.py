@@ -208,22 +208,28 @@ def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2) -> np.ndarray
     return np.concatenate(out, axis=0)
 
 
+def text_ids(model: GgufModel, model_dir: Path, text: str) -> list[int]:
+    """``text`` as the engine feeds a prompt: the built tokenizer's ids, BOS first where the
+    model adds one (Gemma needs it), cut to what a short-context model can hold."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
+    ids = tok.encode(text, add_special_tokens=False).ids
+    if model.metadata.get("add_bos"):
+        ids = [model.bos_id] + ids
+    return ids[:model.hparams.context_length]
+
+
 def check_fidelity(gguf_path: Path, model_dir: Path, text: str | None = None) -> dict:
     """Compare the ONNX model with the fp32 GGUF reference on ``text`` (teacher forced).
 
     Returns ``top1_agreement`` (share of positions whose argmax matches), ``max_abs_diff``
     of logits, both perplexities, ``tokens`` (sequence length) and ``seconds``.
     """
-    from tokenizers import Tokenizer
-
     t0 = time.perf_counter()
     model_dir = Path(model_dir)
     model = read_gguf(Path(gguf_path))
-    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    ids = tok.encode(text or DEFAULT_TEXT, add_special_tokens=False).ids
-    if model.metadata.get("add_bos"):     # as the engine feeds a prompt (Gemma needs it)
-        ids = [model.bos_id] + ids
-    ids = ids[:model.hparams.context_length]   # a short-context model: what it can hold
+    ids = text_ids(model, model_dir, text or DEFAULT_TEXT)
     ref = reference_logits(model, ids)
     got = onnx_logits(model_dir, ids)
     agree = float(np.mean(ref.argmax(-1) == got.argmax(-1)))
