@@ -1520,3 +1520,46 @@ def test_kill_the_air_con_said_as_two_words_and_where_the_speaker_needs_to_go(
     # but a room said as what is needed there keeps it
     p = home.parse("i need the kids bathroom light on")
     assert p.slots.get("area") == "kids bathroom" or not p.accepted
+
+
+def test_a_list_named_first_hesitations_inside_and_what_is_spared_after(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("bedroom", "balcony"), (),
+        {"grocery list": "todo", "shopping list": "todo", "screen door": "lock",
+         "glass door": "cover", "wall tv": "media_player", "tea urn": "switch",
+         "awning": "cover", "blackout shade": "cover"}))
+    # a list said before what is done on it, as a note is dictated
+    p = home.parse("grocery list add chicken thighs")
+    assert p.accepted and p.intent == "HassListAddItem"
+    assert p.slots == {"name": "grocery list", "item": "chicken thighs"}
+    p = home.parse("shopping list add dehumidifier refill")
+    assert p.slots.get("item") == "dehumidifier refill"
+    # a hesitation inside the request, and whom it is said to
+    p = home.parse("would you kindly add, er, some barley sugars to the shopping list, dear")
+    assert p.slots.get("item") in ("barley sugars", "some barley sugars")
+    p = home.parse("would you be so kind as to play, er, songs of praise on the wall tv")
+    assert p.intent == "HassMediaSearchAndPlay" and "media_class" not in p.slots
+    assert p.slots.get("search_query") == "songs of praise"
+    # what may go on, or need not be done, after the command
+    p = home.parse("pause the rice timer, the music can keep playing")
+    assert p.intent == "HassPauseTimer" and p.slots.get("name") == "rice"
+    p = home.parse("close the glass door, no need to lock the screen door")
+    assert not (p.accepted and p.slots.get("name") == "screen door")
+    # a timer's name is taken as said, never repaired into a device
+    p = home.parse("set a timer for fifteen minutes called tea round")
+    assert p.slots.get("name") == "tea round"
+    p = home.parse("start a timer named marinade for thirty minutes")
+    assert p.slots.get("name") == "marinade" and p.slots.get("minutes") == 30
+    # "it" after a named timer is that timer
+    p = home.parse("never mind the curry timer, cancel it")
+    assert p.intent == "HassCancelTimer" and p.slots.get("name") == "curry"
+    # what someone likes, or what a thing is like, is no request
+    assert not home.parse("wilfred likes his blackout shade down in the afternoons").accepted
+    assert not home.parse("kayla's awning is so extra").accepted
+    # "put the awning in" draws it in; "off" said as the verb of a command put off
+    p = home.parse("put the awning in, the wind is picking up")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    p = home.parse("in one hour off the bedroom lights")
+    assert p.intent == "HassStartTimer" and p.slots.get("hours") == 1
+    assert p.slots.get("conversation_command") == "off the bedroom lights"

@@ -267,6 +267,10 @@ _CLASS_WORDS = {"playlist": "playlist", "album": "album", "song": "track", "trac
 # what comes before a list's name in a request that puts something on it or takes it off
 _TO_LIST = frozenset(("add", "put", "remove", "tick", "cross", "mark", "delete", "take", "check",
                       "stick", "to", "on", "from", "in", "off"))
+# the list verbs said after the list ("chores list, remove wash the car"), and what puts the
+# list after the item
+_LIST_FIRST = {"add": "to", "put": "on", "remove": "from", "delete": "from", "tick": "on",
+               "check": "on", "cross": "on"}
 # what is said, not done, later ("remind me in 5 minutes", "announce that ... in 5 minutes")
 _SAID_LATER = ANNOUNCING | {"remind"}
 # a setting said after "on" or "to" ("the fan on low"): more than on
@@ -480,6 +484,21 @@ class HomeModel:
                 words = [*words[:i], *self._firsts[words[i]], *words[i + 1:]]
         return words
 
+    def _list_first(self, words: list[str]) -> list[str]:
+        """A list named before what is done on it, as a note is dictated ("shopping list add
+        dehumidifier refill"): said the usual way round ("add dehumidifier refill to shopping
+        list"); unchanged otherwise."""
+        start = int(words[:1] in (["the"], ["my"], ["our"]))
+        m = next((m for m in self.lists.matches(words)
+                  if m.domain == "todo" and m.start == start), None)
+        if m is None:
+            return words
+        end = m.end + (words[m.end:m.end + 1] == ["list"])
+        verb = words[end:end + 1]
+        if not verb or verb[0] not in _LIST_FIRST or len(words) < end + 2:
+            return words
+        return [*verb, *words[end + 1:], _LIST_FIRST[verb[0]], *words[:end]]
+
     @property
     def intents(self) -> list[str]:
         return [i for i in self._intents if i != OTHER]
@@ -577,7 +596,9 @@ class HomeModel:
         stated = told(said_last) or remark and ["off", "to"] in (
             said_last[i:i + 2] for i in range(len(said_last))) or \
             told(HomeLists.mask(said_last, self.lists.matches(said_last))) or \
-            not_wanted(said_last)   # ("..., the kettle's boiled", "..., don't want ...")
+            not_wanted(said_last) or said_last[:2] == ["want", "to"] or said_last[0] == "wanna"
+        # ("..., the kettle's boiled", "..., don't want ...", "on the tv, want to catch the
+        # news": why, its subject left out)
         contracted = "'" in clauses[-1].split()[0]      # "we're ...", not "were ..."
         if (stated or set(said_last) & REPORTED or remark) and \
                 (said_last[0] not in QUESTION_STARTS or contracted) and \
@@ -669,8 +690,9 @@ class HomeModel:
         now = self._parse(" ".join(command))
         # a command said with its verb is carried as said even when it is not understood
         # now ("in 30 minutes turn off the sprinklers" was a plain timer): it is read again
-        # when the timer rings, and announced as not done if still not understood
-        carried = now.accepted or leading_word(command) in COMMAND_VERBS
+        # when the timer rings, and announced as not done if still not understood ("on"/"off"
+        # said as the verb: "in one hour off the bedroom aircon")
+        carried = now.accepted or leading_word(command) in COMMAND_VERBS | {"on", "off"}
         if not (carried and is_action(now.intent)) or now.intent in TIMER_INTENTS or \
                 now.intent == "HassBroadcast" or REQUIRED.get(now.intent) == ("item",):
             return None
@@ -809,7 +831,12 @@ class HomeModel:
             return " ".join([*words, "in", "the", *earlier[areas[-1].start:areas[-1].end]])
         found = self.lists.matches(earlier)
         if not found and set(earlier) & _TIMER_WORDS and not set(words) & _TIMER_WORDS:
-            return " ".join([*words[:at], "the", "timer", *words[at + 1:]])  # "..., stop it"
+            # "..., stop it": the timer, by its name when it had one ("never mind the curry
+            # timer, cancel it")
+            t = next(i for i, w in enumerate(earlier) if w in _TIMER_WORDS)
+            name = earlier[t - 1:t] if t > 1 and earlier[t - 2] in DETERMINERS and \
+                earlier[t - 1].isalpha() and earlier[t - 1] not in DETERMINERS else []
+            return " ".join([*words[:at], "the", *name, "timer", *words[at + 1:]])
         if not found:
             return clause
         m = found[-1]
@@ -844,10 +871,12 @@ class HomeModel:
             if not (leading_word(words) == "play" and
                     any(m.domain != "media_player" for m in new)) and \
                     not any(m.domain == "todo" and not set(repaired[:m.start]) & _TO_LIST
-                            for m in new):
+                            for m in new) and \
+                    not any(repaired[m.start - 1:m.start] in (["called"], ["named"])
+                            for m in new):     # ("a timer called tea round": no Tea Urn)
                 words = repaired
         words = self.lists.reordered(words)
-        words = self._first_named(words)
+        words = self._first_named(self._list_first(words))
         options: list[list[Match]] = [named_once(not_the_verb(words, self.lists.matches(words)))]
         if (passed := addressed(words, options[0])) is not words:
             words, options = passed, [named_once(not_the_verb(passed, self.lists.matches(passed)))]
@@ -1207,10 +1236,10 @@ class HomeModel:
                 follows(masked, [verb, "back"]) for verb in ("pull", "draw", "roll")):
             moved = "HassTurnOn"               # "pull back the lace curtains": open
         elif intent in ("HassTurnOn", "HassTurnOff") and cover and not number and \
-                leading_word(masked) in _DRAWING and (
+                leading_word(masked) in _DRAWING | {"put"} and (
                     [w for w in masked if w not in ("please", "now")][-1:] == ["in"] or
                     _after_name(masked) == "in"):
-            moved = "HassTurnOff"              # "bring the awning in": closed
+            moved = "HassTurnOff"              # "bring (put) the awning in": closed
         elif intent == "HassTurnOn" and not cover and follows(masked, ["put", "out"]) and (
                 light or "@light" in said):
             moved = "HassTurnOff"              # "put out the big light": off
@@ -1354,9 +1383,11 @@ class HomeModel:
         for key in FREE_SLOTS:
             if key in slots:
                 self._cut_at_target(slots, key, allowed)
-        if "media_class" in slots and not said & _KINDS_SAID:
-            del slots["media_class"]   # "play drake": no kind said ("drake" is not "track")
         query = str(slots.get("search_query", "")).split()
+        if "media_class" in slots and (not said & _KINDS_SAID or query[1:2] == ["of"] and
+                                       not said & _KINDS_SAID - {query[0]}):
+            del slots["media_class"]   # "play drake": no kind said ("drake" is not "track");
+            # "play songs of praise": the kind's word begins a title
         kind = str(slots.get("media_class", ""))
         if kind and len(query) > 1 and query[int(query[0] in DETERMINERS)] in \
                 _KIND_SAID_AS.get(kind, ()):
@@ -1419,6 +1450,12 @@ class HomeModel:
             called = masked[call + 2:] if call is not None else []
             if called and not any(w.startswith("@") for w in called):
                 slots["name"] = " ".join(called)     # "... 15 minutes and call it laundry"
+        if intent == "HassStartTimer" and "name" not in slots:
+            at = next((i + 1 for i, w in enumerate(masked) if w in ("named", "called")), 0)
+            end = next((j for j in range(at, len(masked)) if masked[j] in ("for", "and", "please")
+                        or said_number(masked[j])), len(masked))
+            if at and 0 < end - at <= 3 and not any(w.startswith("@") for w in masked[at:end]):
+                slots["name"] = " ".join(masked[at:end])   # "a timer named marinade for 30 ..."
         if intent in TIMER_INTENTS and "name" not in slots and "name" in allowed and not found:
             named = timer_named_first(masked)     # "bread timer 40 minutes"
             if named:

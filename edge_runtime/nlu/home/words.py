@@ -160,9 +160,10 @@ def asked(text: str, words: list[str]) -> bool:
 # flap because the fox was in the kitchen": the command first; "it's hot in the den so put
 # the fan on": the command after); a recognizer ends the first clause with a full stop as
 # often as a comma ("Turn the lamp off. The fan can stay on.")
-_SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|"
-                     r"don'?t\s+(?:bother|touch)\b)[^,;.!]*[.!]?$|"
-                     r"[,;.!][^,;.!]*\b(?:can|should|may)\s+(?:stay|wait|keep\s+going|carry\s+on)"
+_SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|no\s+need\s+to\b|"
+                     r"don'?t\s+(?:bother|touch|need\s+to)\b)[^,;.!]*[.!]?$|"
+                     r"[,;.!][^,;.!]*\b(?:can|should|may)\s+(?:stay|wait|carry\s+on|"
+                     r"keep\s+(?:going|playing|running|on))"
                      r"\b[^,;.!]*[.!]?$|"
                      r"[,;.!][^,;.!]*(?:'s|\s+is|\s+are)\s+(?:fine|ok|okay|alright)\b[^,;.!]*[.!]?$|"
                      r"\s+but\s+(?:leave|keep|not\s+(?:the|my|our|any))\s+[^,;.!]*[.!]?$|"
@@ -174,9 +175,13 @@ _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$|"
                            r"(?:can|could|will|won'?t|doesn'?t|don'?t|isn'?t|gets?)\s.*$",
                            re.I)       # ("... ten percent so the cat can get in")
 # hesitations before a request and thanks after it ("um yeah can you uh open the gate cheers")
-_HESITATED = re.compile(r"^(?:(?:um+|uh+|er+|erm|yeah|yep)[,.]?\s+)+|"
-                        r"[,.]?\s+(?:cheers|thanks|thank\s+you|ta|eh|na|lah|abeg)(?:\s+mate)?[.!?]*$",
-                        re.I)          # (the tags of India, Singapore and Nigeria: "na", ...)
+_HESITATED = re.compile(r"^(?:(?:um+|uh+|er+|erm|yeah|yep)[,.]?\s+|(?:excuse|pardon)\s+me[,.]\s+)+|"
+                        r"[,.]?\s+(?:cheers|thanks|thank\s+you|ta|eh|na|lah|abeg)(?:\s+mate)?[.!?]*$|"
+                        r",\s*(?:my\s+)?(?:dear|love|luv|pet|darling|duck|hun|honey|sweetheart|"
+                        r"sweetie|pal|buddy|bro|sir|madam|ma'?am)[.!?]*$",
+                        re.I)          # (the tags of India, Singapore and Nigeria: "na", ...;
+# and whom it is said to: "..., dear"); a hesitation inside ("add, er, some barley sugars")
+_HESITATION_IN = re.compile(r"(?<=\w)(?:,\s*|\s+)(?:er+|erm+|um+|uh+)(?:\s*,\s*|\s+)(?=\w)", re.I)
 _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+you\s+)?"
                             r"(?:turn|switch|put|set|open|close|shut|lock|unlock|start|stop|"
                             r"play|pause|dim|make|raise|lower)\b)", re.I)
@@ -231,8 +236,8 @@ def commanded(text: str) -> str:
     left = _LEFT_BUT.match(text.strip())
     if left:               # "leave the telly on but mute it": mute the telly
         text = f"{left['rest']}{left['obj']}{left['after']}"
-    bare = _SPARED_BEFORE.sub("", _SPARED.sub("", _minded(_POLITE.sub("",
-                                                                     _HESITATED.sub("", text)))))
+    text = _HESITATION_IN.sub(" ", _HESITATED.sub("", text))
+    bare = _SPARED_BEFORE.sub("", _SPARED.sub("", _minded(_POLITE.sub("", text))))
     bare = _REASON_AFTER.sub("", bare)
     return _REASON_BEFORE.sub("", bare) or text
 
@@ -295,7 +300,8 @@ def told(masked: list[str]) -> bool:
         bool(_SELF & set(said)) or \
         first not in BEFORE_REQUEST | COMMAND_VERBS and then in _DID_TO or \
         bool(PAST.intersection(masked)) or _said_of(masked) or _done_before(masked) or \
-        _others_said(masked) or \
+        _others_said(masked) or _so_said(said) or \
+        any(w in _PREFERS for w in said[1:3]) and said[0] not in COMMAND_VERBS | BEFORE_REQUEST or \
         any(a in _BUSY and b == "after" and c.endswith("ing")     # "i'm after turning it off"
             for a, b, c in zip(said, said[1:], said[2:], strict=False))
 
@@ -306,6 +312,8 @@ _DID_TO = frozenset(("turned", "switched", "opened", "closed", "locked", "unlock
 _BUSY = frozenset(("im", "were", "hes", "shes", "theyre", "youre", "i", "we"))
 
 
+# what someone likes, said of them ("wilfred likes his blackout shade down in the afternoons")
+_PREFERS = frozenset(("likes", "loves", "prefers", "hates", "enjoys"))
 _ADVERBS = frozenset(("just", "also", "actually", "literally", "only", "finally", "already"))
 # what a device named first does or did: "the lamp flickered", "the fan makes a noise"
 _DOES = frozenset(("says", "said", "make", "makes", "made", "look", "looks", "keeps", "kept",
@@ -340,6 +348,14 @@ def _others_said(masked: list[str]) -> bool:
                if said[i] in ("is", "are", "s", "re", "was", "were", "wants", "needs")), None)
     return be is not None and be + 1 < len(said) and \
         not set(said[be:]) & (COMMAND_VERBS | BEFORE_REQUEST)   # (no request after it)
+
+
+def _so_said(said: list[str]) -> bool:
+    """What something is like, ending the words ("kayla's neon sign is so extra"; not "the
+    lights are so bright", "the tv is too loud": a request)."""
+    return len(said) > 3 and said[-3] in ("is", "are", "s") and \
+        said[-2] in ("so", "really", "very", "super", "pretty", "quite") and \
+        said[-1].isalpha() and said[-1] not in _STATED
 
 
 def _said_of(masked: list[str]) -> bool:
