@@ -1563,3 +1563,37 @@ def test_a_list_named_first_hesitations_inside_and_what_is_spared_after(
     p = home.parse("in one hour off the bedroom lights")
     assert p.intent == "HassStartTimer" and p.slots.get("hours") == 1
     assert p.slots.get("conversation_command") == "off the bedroom lights"
+
+
+def test_every_lock_a_device_by_its_last_word_a_title_and_a_thing_declined(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("study", "garden"), (),
+        {"front door": "lock", "back door": "lock", "dstv decoder": "media_player",
+         "sonos move": "media_player", "hot tub": "switch", "wheezer": "climate",
+         "arc lamp": "light", "brass sconces": "light"}))
+    # every lock, with "all" said (the classifier has no template for it)
+    p = home.parse("kindly lock all the doors, we're travelling upcountry")
+    assert p.accepted and p.intent == "HassTurnOn" and p.slots == {"domain": "lock"}
+    p = home.parse("unlock all the doors")
+    assert p.accepted and p.intent == "HassTurnOff" and p.slots == {"domain": "lock"}
+    p = home.parse("did you lock all the doors")        # a question: no lock acted on
+    assert not (p.accepted and p.intent in ("HassTurnOn", "HassTurnOff"))
+    # a device by the last word of its name, in no other name
+    for said, intent in (("pause the decoder", "HassMediaPause"),
+                         ("turn the decoder up to 35", "HassSetVolume"),
+                         ("mute the decoder, these adverts are too loud",
+                          "HassMediaPlayerMute")):
+        p = home.parse(said)
+        assert p.intent == intent and p.slots.get("name") == "dstv decoder", said
+    p = home.parse("don't turn off the arc lamp, just the sconces")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    # a device's name inside what is to be played is the title's
+    p = home.parse("play the playlist hot tub hits on the sonos move")
+    assert p.intent == "HassMediaSearchAndPlay" and p.slots.get("name") == "sonos move"
+    assert p.slots.get("search_query") == "hot tub hits"
+    # a thing said not to be had is no request for it
+    assert not home.parse("no hot tub tonight, it's too late").accepted
+    # a number corrected after a dash
+    p = home.parse("set wheezer to seventy- no, sixty eight")
+    assert p.slots.get("temperature") == 68

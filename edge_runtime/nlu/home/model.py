@@ -30,9 +30,9 @@ from ..text import normalize_text
 from .free_text import (PARTICLES, WildText, ends_in_list, listed_item, timer_named,
                         timer_named_first)
 from .lists import ENTITY_SLOTS, ROOM_WORDS, HomeLists, Match
-from .reading import (ANNOUNCING, addressed, all_said, announced, announcing, delayed, follows,
-                      halfway, left_as_is, named_once, not_the_verb, particle, placed,
-                      put_on_player, remarked, run_on, spoken_units)
+from .reading import (ANNOUNCING, addressed, all_said, announced, announcing, delayed,
+                      every_lock, follows, halfway, left_as_is, named_once, not_the_verb,
+                      particle, placed, put_on_player, remarked, run_on, spoken_units)
 from ..numbers import NUMBER_WORDS
 from .words import (
     ASKS_OF, BACK, BEFORE_REQUEST, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS,
@@ -41,7 +41,7 @@ from .words import (
     NOT_LIGHTS, NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES,
     STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED,
     UNIT_WORDS, UP, as_said, asked, commanded, excepted, leading_word, named_kinds, negated,
-    number_word, own_doing, renumbered, repair_commands, said_number, said_plainly, told,
+    number_word, own_doing, declined, renumbered, repair_commands, said_number, said_plainly, told,
     backchannel, not_wanted, turned_up_or_down, without_particle)
 
 
@@ -452,6 +452,13 @@ class HomeModel:
         places = {w for p in (*lists.areas, *lists.floors) for w in normalize_text(p).split()}
         self._firsts = {w: names[0] for w, names in firsts.items()
                         if len(names) == 1 and w not in places}
+        # and by a last word that is in no other name ("the decoder": the DSTV Decoder)
+        used = Counter(w for name in lists.names for w in set(normalize_text(name).split()))
+        for name in lists.names:
+            words = tuple(normalize_text(name).split())
+            if len(words) > 1 and len(words[-1]) > 3 and used[words[-1]] == 1 and \
+                    words[-1] not in places:
+                self._firsts.setdefault(words[-1], words)
 
     def _one_player(self, kind_word: str) -> str | None:
         """The home's one media player of the kind ``kind_word`` says ("radio": the Roberts
@@ -469,8 +476,9 @@ class HomeModel:
         return (at, player) if words[at] in _TO_PLACE and player else None
 
     def _first_named(self, words: list[str]) -> list[str]:
-        """``words`` with a device called by its name's unseen first word said whole ("pause
-        the roku": the roku tv), where nothing of the home is said there already."""
+        """``words`` with a device called by its name's unseen first (or last) word said whole
+        ("pause the roku": the roku tv; "mute the decoder": the dstv decoder), where nothing
+        of the home is said there already."""
         hits = [i for i, w in enumerate(words) if w in self._firsts and w not in self.vocab
                 and i > 0 and words[i - 1] in _OWNED and (
                     words[i + 1:i + 2] in _AFTER_FIRST or words[i + 1:i + 2] == ["to"] and
@@ -498,6 +506,28 @@ class HomeModel:
         if not verb or verb[0] not in _LIST_FIRST or len(words) < end + 2:
             return words
         return [*verb, *words[end + 1:], _LIST_FIRST[verb[0]], *words[:end]]
+
+    @staticmethod
+    def _in_title(words: list[str], found: list[Match]) -> list[Match]:
+        """``found`` without the names said inside what is to be played: before "on/in [the]
+        <player>", or after the kind of media ("play the playlist hot tub hits on the sonos
+        move": no Hot Tub)."""
+        lead = next((i for i, w in enumerate(words) if w not in BEFORE_REQUEST), len(words))
+        if words[lead:lead + 1] != ["play"]:
+            return found
+        at = lead + 1 + int(words[lead + 1:lead + 2] in (["the"], ["my"], ["our"]))
+        start = at + 1 if words[at:at + 1] and words[at] in _CLASS_WORDS else 0
+        end = next((before for m in found if m.domain == "media_player" and
+                    (before := m.start - 1 - int(m.start > 1 and words[m.start - 1] in _OWNED))
+                    > lead and words[before] in _TO_PLACE),
+                   len(words) if start else 0)
+        if not end:
+            return found
+        first = start or lead + 1
+        return [m for m in found
+                if m.domain == "media_player" or not (first <= m.start and m.end <= end) or
+                start and words[m.start - 1 - int(words[m.start - 1] in _OWNED)]
+                in _TO_PLACE]    # ("play the song three little birds in surgery two")
 
     @property
     def intents(self) -> list[str]:
@@ -626,6 +656,14 @@ class HomeModel:
             # "Soundbar, volume 35": the device said first is the command's; "Bedside Lamp,
             # Pause." does not pause whatever plays
             return whole
+        said_first = normalize_text(clauses[0]).split()
+        if len(clauses) == 2 and leading_word(said_first) in COMMAND_VERBS and \
+                said_last[0] not in QUESTION_STARTS and \
+                not set(said_last) & COMMAND_VERBS and set(said_last) & {"is", "are", "s"}:
+            first = self._parse(clauses[0])
+            if first.accepted and is_action(first.intent):
+                return first   # "mute the decoder, these adverts are too loud": the command
+                # said first, then why (its "too loud" no request of its own)
         if last.accepted and is_action(last.intent) and (
                 not whole.accepted or last.intent == whole.intent
                 or last.confidence > whole.confidence) and not (
@@ -740,7 +778,8 @@ class HomeModel:
         """A last clause that names a device but not what to do, after a command on another
         one ("don't turn off the floor lamp, just the bookshelf lights"): the first clause's
         command on it ("turn off the bookshelf lights"); None when that is not so."""
-        head_words, tail_words = normalize_text(first).split(), normalize_text(last).split()
+        head_words = normalize_text(first).split()
+        tail_words = self._first_named(normalize_text(last).split())   # ("just the sconces")
         if not tail_words or set(tail_words) & (COMMAND_VERBS | TURNED) or \
                 not (NEGATIONS & set(head_words) or tail_words[0] in ("just", "only")):
             return None
@@ -806,7 +845,7 @@ class HomeModel:
         words = normalize_text(clause).split()
         # (a pronoun that begins the clause is its subject: "it rained all night")
         at = next((i for i, w in enumerate(words) if w in BACK and i > 0), None)
-        found_here = self.lists.matches(words)
+        found_here = self.lists.matches(self._first_named(words))   # (or by its last word)
         # "we need olive oil, put it on the shopping list": the item, said before
         said = ITEM_SAID.match(normalize_text(before[-1]))
         if at is not None and said and len(said["item"].split()) <= MAX_SAID_ITEM and (
@@ -877,11 +916,13 @@ class HomeModel:
                 words = repaired
         words = self.lists.reordered(words)
         words = self._first_named(self._list_first(words))
-        options: list[list[Match]] = [named_once(not_the_verb(words, self.lists.matches(words)))]
+        options: list[list[Match]] = [self._in_title(words, named_once(
+            not_the_verb(words, self.lists.matches(words))))]
         if (passed := addressed(words, options[0])) is not words:
             words, options = passed, [named_once(not_the_verb(passed, self.lists.matches(passed)))]
             # ("tell rosie to ...")
-        reduced = not_the_verb(words, self.lists.matches(words, skip=self.vocab))
+        reduced = self._in_title(words, not_the_verb(words, self.lists.matches(words,
+                                                                            skip=self.vocab)))
         if reduced != options[0] and not any(
                 r.slot != "name" and any(o.slot == "name" and o.start <= r.start < o.end
                                          for o in options[0]) for r in reduced):
@@ -905,6 +946,13 @@ class HomeModel:
         assert best is not None
         confidence, top, probs, per_intent, found, masked = best
         top, confidence = self._fitted(top, confidence, per_intent, masked, question)
+        locking = every_lock(masked) if not question else ""
+        if locking and "lock" in self.lists.names.values():
+            # every lock: a reading of the words, not of the classifier, which has no
+            # template for it (it read "lock all the doors" as covers, unsure)
+            return HomeParse(locking, 1.0, {**{m.slot: m.value for m in found
+                                               if m.slot in ("area", "floor")},
+                                            "domain": "lock"}, accepted=True)
         intent = self._intents[top]
         second = self._intents[int(np.argsort(per_intent)[-2])] if len(self._intents) > 1 else ""
         if intent == OTHER:
@@ -1129,7 +1177,8 @@ class HomeModel:
                          and not ((told(masked) or self._described(text)) and
                                   not (question and not is_action(intent)))
                          and not self._elsewhere(intent, masked) and not left_as_is(masked)
-                         and not (is_action(intent) and (excepted(masked) or own_doing(masked)))
+                         and not (is_action(intent) and (excepted(masked) or own_doing(masked)
+                                                         or declined(masked)))
                          and not (intent == "HassGetState" and not question and negated(masked))
                          and not _SUBJECTS & set(str(slots.get("conversation_command", "")).split())
                          and not (is_action(intent) and (question or self._unsaid(intent, masked))),

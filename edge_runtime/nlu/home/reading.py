@@ -272,3 +272,21 @@ def left_as_is(masked: list[str]) -> bool:
     return first in ("leave", "keep") and (masked[-1] in AS_IT_IS or
                                            masked[-3:] in (["as", "it", "is"],
                                                            ["as", "they", "are"]))
+
+
+_EVERY = frozenset(("all", "every", "everything"))
+_LOCKED_THINGS = frozenset(("door", "doors", "locks", "everything"))
+
+
+def every_lock(masked: list[str]) -> str:
+    """"lock all the doors", "kindly unlock every door", "lock everything up for the
+    night": every lock of the home (or of the room said), HassTurnOn to lock and
+    HassTurnOff to unlock, as Home Assistant's lock domain takes them; "" when the words say
+    no such thing (a device named, no "all", a question, someone's habit)."""
+    lead = next((i for i, w in enumerate(masked) if w not in BEFORE_REQUEST), len(masked))
+    if lead == len(masked) or masked[lead] not in ("lock", "unlock"):
+        return ""
+    rest = set(masked[lead + 1:])
+    if not rest & _EVERY or not rest & _LOCKED_THINGS or "@name" in rest:
+        return ""
+    return "HassTurnOn" if masked[lead] == "lock" else "HassTurnOff"

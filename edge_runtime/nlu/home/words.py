@@ -75,7 +75,7 @@ def without_particle(text: str) -> str:
 
 
 # and what a polite request says before its verb ("um, could you just add ...")
-BEFORE_REQUEST = FILLERS | {"please", "can", "could", "would", "you", "will", "just"}
+BEFORE_REQUEST = FILLERS | {"please", "can", "could", "would", "you", "will", "just", "kindly"}
 
 
 def leading_word(masked: list[str]) -> str:
@@ -105,6 +105,15 @@ def negated(masked: list[str]) -> bool:
     return any(w in NEGATIONS and (any(v in _NEGATED_VERBS for v in masked[i + 1:i + 5]) or
                                    w == "dont" and masked[i + 1:i + 2] in (["on"], ["off"]))
                for i, w in enumerate(masked))   # ("don't off the floodlight yet")
+
+
+def declined(masked: list[str]) -> bool:
+    """"no hot tub tonight", "no telly after nine": a thing said not to be had, no verb to
+    do anything to it (not "no, turn it off")."""
+    lead = next((i for i, w in enumerate(masked) if w not in FILLERS), len(masked))
+    return masked[lead:lead + 1] == ["no"] and lead + 1 < len(masked) and \
+        (masked[lead + 1].startswith("@") or masked[lead + 1] in DETERMINERS) and \
+        not set(masked) & (COMMAND_VERBS | {"on", "off", "up", "down"})
 
 
 def own_doing(words: list[str]) -> bool:
@@ -249,7 +258,8 @@ _NUMBER = (r"(?:\d+(?:\.\d+)?|(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eigh
            r"eighteen|nineteen|a\s+hundred|one\s+hundred|hundred))")
 _UNIT = r"\s*(?:percent|%|degrees|minutes?|seconds?|hours?)?"
 _RENUMBER = re.compile(rf"^(?P<head>.*?\b)(?P<old>{_NUMBER})(?P<unit>{_UNIT})"
-                       r"[,.]?\s+(?:(?:no(?:\s+wa(?:it|y))?|nah|naw|nope|wait|sorry|i\s+mean|i\s+meant|"
+                       r"(?:[,.]|\s*[-\u2013\u2014])?\s+"         # ("seventy- no, sixty eight")
+                       r"(?:(?:no(?:\s+wa(?:it|y))?|nah|naw|nope|wait|sorry|i\s+mean|i\s+meant|"
                        r"actually|or\s+rather)[,.]?\s+)+"       # ("..., sorry, i mean fifteen")
                        r"(?:make\s+it\s+|at\s+|to\s+)?"       # ("at 20, no, at 21")
                        rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*(?P<after>[,;].*)?[.!]?$",
