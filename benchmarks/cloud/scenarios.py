@@ -56,8 +56,10 @@ async def drill_killed_mid_stream(n: int = 20, gateway_args: Sequence[str] | Non
                                   text: str | None = None, deadline_s: float = 6.0,
                                   ready_timeout_s: float = 60.0,
                                   params: GenerationParams = PARAMS) -> dict:
-    """Two gateways; gateway 0 is SIGKILLed once answers are streaming. Its requests are
-    voided mid-stream and answered locally; the others finish from gateway 1.
+    """Two gateways; the one with the most requests in flight is SIGKILLed once answers
+    are streaming (the client spreads requests by predicted first-token time, so on a busy
+    box they may all go to one). Its requests are voided mid-stream and answered locally;
+    the others finish from the other gateway.
     ``gateway_args`` None = echo answering each word 20 times, 20 ms per piece (~1.6 s)."""
     args = list(gateway_args) if gateway_args is not None else [
         *ECHO, "--workers", "16", "--echo-delay-ms", "20", "--echo-repeat", "20"]
@@ -77,9 +79,12 @@ async def drill_killed_mid_stream(n: int = 20, gateway_args: Sequence[str] | Non
             batch = asyncio.gather(*(one(i) for i in range(n)))
             await asyncio.wait_for(progress.wait(), deadline_s)
             await asyncio.sleep(0.1)
-            await asyncio.to_thread(fleet.kill, 0)
+            busy = client.in_flight()
+            victim = max(range(len(fleet.endpoints)), key=lambda k: busy[fleet.endpoints[k]])
+            await asyncio.to_thread(fleet.kill, victim)
             await batch
-            return tally.summary(affected=tally.reset, killed=fleet.gateways[0].endpoint)
+            return tally.summary(affected=tally.reset, killed=fleet.gateways[victim].endpoint,
+                                 in_flight_at_kill=busy)
 
 
 async def drill_slow_cloud(n: int = 20) -> dict:

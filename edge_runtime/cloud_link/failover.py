@@ -157,6 +157,10 @@ class FailoverCloudClient:
     def available(self) -> bool:
         return any(m.usable for m in self._members)
 
+    def in_flight(self) -> dict[str, int]:
+        """Requests in flight from here, per gateway endpoint (status, drills)."""
+        return {m.endpoint: m.in_flight for m in self._members}
+
     @property
     def down_reason(self) -> str:
         return "; ".join(f"{m.endpoint}: " + (f"circuit open ({m.breaker.retry_in_s():.1f} s left)"

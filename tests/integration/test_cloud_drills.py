@@ -31,8 +31,10 @@ async def test_cloud_down_at_start_answers_everything_locally():
 async def test_gateway_killed_mid_stream_each_request_answered_once():
     r = await scenarios.drill_killed_mid_stream(n=8)
     exactly_one_answer_each(r, 8)
-    assert r["affected"] >= 1                      # some answers really were cut mid-stream
-    assert r["winners"]["cloud"] >= 1              # the surviving gateway kept answering
+    assert r["affected"] >= 1, r                   # some answers really were cut mid-stream
+    # the surviving gateway kept answering what it had (the client may send all 8 to one)
+    kept = sum(v for ep, v in r["in_flight_at_kill"].items() if ep != r["killed"])
+    assert r["winners"]["cloud"] >= min(1, kept), r
 
 
 async def test_slow_cloud_is_beaten_by_the_local_hedge():
