@@ -1597,3 +1597,22 @@ def test_every_lock_a_device_by_its_last_word_a_title_and_a_thing_declined(
     # a number corrected after a dash
     p = home.parse("set wheezer to seventy- no, sixty eight")
     assert p.slots.get("temperature") == 68
+
+
+def test_not_needed_someone_needs_an_item_fire_up_and_a_room_corrected_with_its_kind(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("attic", "porch"), (),
+        {"dehumidifier": "switch", "porch fans": "fan", "loft fan": "fan",
+         "shopping list": "todo"}))
+    # a thing not needed is said of it, not switched off
+    assert not home.parse("we don't need the dehumidifier tonight").accepted
+    p = home.parse("we don't need the dehumidifier tonight, switch it off")
+    assert p.accepted and p.intent == "HassTurnOff" and p.slots.get("name") == "dehumidifier"
+    # what someone needs, then "add it": the item
+    p = home.parse("rohan needs a new backpack, add it to the shopping list")
+    assert p.slots.get("item") in ("new backpack", "a new backpack")
+    # "fire up" turns on; a correction to a room keeps the kind said with it
+    p = home.parse("fire up the porch fans, no wait, the attic fans")
+    assert p.intent == "HassTurnOn" and p.slots.get("area") == "attic"
+    assert p.slots.get("domain") == "fan"

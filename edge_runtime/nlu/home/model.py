@@ -826,6 +826,9 @@ class HomeModel:
                 m, c = said[-1], meant[0]
                 end = max((p.end for p in meant[1:] if p.slot in ("area", "floor")), default=c.end)
                 # ("..., sorry i mean the cabinet light in the kitchen": in the kitchen too)
+                while c.slot in ("area", "floor") and end < len(after) and \
+                        after[end] in DEVICE_WORDS:
+                    end += 1       # ("..., no wait, the attic fans": the attic's fans)
                 return " ".join([*before[:m.start], *after[c.start:end], *before[m.end:]])
             plain = [w for w in after if w not in DETERMINERS]
             if said and not meant and 1 <= len(plain) <= 3 and plain[-1] in _TIMER_WORDS:

@@ -295,6 +295,10 @@ TOLD = frozenset(("love", "like", "hate", "think", "thought", "wonder", "bought"
 _NOT_WANTED = re.compile(r"^(?:i |we )?(?:dont|do not|didnt) (?:want|wanna|need)\b")
 
 
+# "we don't need the dehumidifier tonight": said of it, no request to switch it off
+_NOT_NEEDED = re.compile(r"^(?:i|we) (?:dont|do not) need (?:the|my|our|@)")
+
+
 def not_wanted(said: list[str]) -> bool:
     return bool(_NOT_WANTED.match(" ".join(said)))
 
@@ -310,7 +314,7 @@ def told(masked: list[str]) -> bool:
         bool(_SELF & set(said)) or \
         first not in BEFORE_REQUEST | COMMAND_VERBS and then in _DID_TO or \
         bool(PAST.intersection(masked)) or _said_of(masked) or _done_before(masked) or \
-        _others_said(masked) or _so_said(said) or \
+        _others_said(masked) or _so_said(said) or _NOT_NEEDED.match(" ".join(said)) is not None or \
         any(w in _PREFERS for w in said[1:3]) and said[0] not in COMMAND_VERBS | BEFORE_REQUEST or \
         any(a in _BUSY and b == "after" and c.endswith("ing")     # "i'm after turning it off"
             for a, b, c in zip(said, said[1:], said[2:], strict=False))
@@ -451,8 +455,9 @@ SURE_CORRECTIONS = CORRECTIONS[:3] + (("or", "rather"),)
 BACK = frozenset(("it", "them", "those"))
 # "we're out of olive oil" / "I need to buy eggs": the item a list request then calls "it"
 ITEM_SAID = re.compile(
-    r"^(?:(?:we|i)\s+)?(?:(?:were|weve|ive|im|are|have|just|also|almost|nearly)\s+)*"
-    r"(?:need(?:\s+to\s+(?:buy|get))?|(?:ran|run|running)\s+out\s+of|out\s+of|want|"
+    r"^(?:(?:we|i)\s+|[a-z]+\s+(?=needs\s))?"     # ("rohan needs a new backpack")
+    r"(?:(?:were|weve|ive|im|are|have|just|also|almost|nearly)\s+)*"
+    r"(?:needs?(?:\s+to\s+(?:buy|get))?|(?:ran|run|running)\s+out\s+of|out\s+of|want|"
     r"(?:should|have\s+to|must|gotta|got\s+to)\s+(?:buy|get)|got|bought|picked\s+up|found)"
     r"\s+(?:some\s+|more\s+|the\s+)?"
     r"(?P<item>.+?)(?:\s+(?:again|too|already|now|today|as\s+well))?$")
@@ -524,12 +529,17 @@ _SAID_AS = {"aircon": ("air", "conditioning"), "airconditioning": ("air", "condi
             "launch": ("start",), "tis": ("its",), "enable": ("activate",),
             "disable": ("deactivate",)}
 # ("aff", "oan": Scots for off and on, "switch the kettle aff"; "'tis": it's)
+# a request's verb in two words the model never saw ("fire up the attic fans")
+_PHRASAL: dict[tuple[str, ...], tuple[str, ...]] = {("fire", "up"): ("turn", "on")}
 
 
 def said_plainly(words: list[str], names: frozenset[str] = frozenset()) -> list[str]:
     """``words`` with a compound the model never saw said as the words it did ("68 degrees
     fahrenheit": "68 degrees"), but not a word of the home's ``names`` (a thermostat
     called Aircon)."""
+    lead = next((i for i, w in enumerate(words) if w not in BEFORE_REQUEST), len(words))
+    if tuple(words[lead:lead + 2]) in _PHRASAL:     # the request's own verb only
+        words = [*words[:lead], *_PHRASAL[tuple(words[lead:lead + 2])], *words[lead + 2:]]
     if not any(w in _SAID_AS and w not in names for w in words):
         return words
     out: list[str] = []
