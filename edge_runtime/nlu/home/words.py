@@ -188,8 +188,9 @@ _HESITATED = re.compile(r"^(?:(?:um+|uh+|er+|erm|yeah|yep)[,.]?\s+|(?:excuse|par
                         r"[,.]?\s+(?:cheers|thanks|thank\s+you|ta|eh|na|lah|abeg)(?:\s+mate)?[.!?]*$|"
                         r",\s*(?:my\s+)?(?:dear|love|luv|pet|darling|duck|hun|honey|sweetheart|"
                         r"sweetie|pal|buddy|bro|sir|madam|ma'?am)[.!?]*$",
-                        re.I)          # (the tags of India, Singapore and Nigeria: "na", ...;
-# and whom it is said to: "..., dear"); a hesitation inside ("add, er, some barley sugars")
+                        re.I)          # (the tags of India, Singapore and Nigeria: "na",
+# ...; and whom it is said to: "..., dear")
+# a hesitation inside a request ("add, er, some barley sugars to the shopping list")
 _HESITATION_IN = re.compile(r"(?<=\w)(?:,\s*|\s+)(?:er+|erm+|um+|uh+)(?:\s*,\s*|\s+)(?=\w)", re.I)
 _REASON_BEFORE = re.compile(r"^.*?\s+so\s+(?=(?:please\s+|can\s+you\s+|could\s+you\s+)?"
                             r"(?:turn|switch|put|set|open|close|shut|lock|unlock|start|stop|"
