@@ -1616,3 +1616,34 @@ def test_not_needed_someone_needs_an_item_fire_up_and_a_room_corrected_with_its_
     p = home.parse("fire up the porch fans, no wait, the attic fans")
     assert p.intent == "HassTurnOn" and p.slots.get("area") == "attic"
     assert p.slots.get("domain") == "fan"
+
+
+def test_a_wish_for_a_state_habits_of_anyone_and_what_a_player_is_asked_for(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("hall", "yard"), (),
+        {"back door": "lock", "bike room door": "lock", "tv": "media_player",
+         "videoke": "media_player", "ceiling fan": "fan", "carrier aircon": "climate",
+         "shopping list": "todo"}))
+    # how the speaker wants a device is a request to put it so
+    p = home.parse("i'd like the back door unlocked, the kids are coming in from the yard")
+    assert p.accepted and p.intent == "HassTurnOff" and p.slots == {"name": "back door"}
+    # what anyone always does is no request
+    assert not home.parse("tom always forgets to lock the bike room door").accepted
+    # something put on the tv, asked politely: that, played on the tv
+    p = home.parse("can you put bluey on the tv")
+    assert p.intent == "HassMediaSearchAndPlay"
+    assert p.slots == {"name": "tv", "search_query": "bluey"}
+    # "make ... out" is off; "play further" goes on playing
+    p = home.parse("make the ceiling fan out")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    assert home.parse("play further").intent == "HassMediaUnpause"
+    # a list named first after "on"; a timer "with the name"; "ay no" corrects a number
+    p = home.parse("on the shopping list please sparkling water")
+    assert p.intent == "HassShoppingListAddItem" and p.slots.get("item") == "sparkling water"
+    p = home.parse("set a timer for twenty minutes with the name washing")
+    assert p.slots.get("name") == "washing"
+    assert home.parse("set the carrier aircon to 22, ay no, 24").slots.get("temperature") == 24
+    # what may continue after a command is spared
+    p = home.parse("pause the rice timer, the videoke can continue")
+    assert p.intent == "HassPauseTimer"

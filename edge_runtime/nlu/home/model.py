@@ -39,10 +39,10 @@ from .words import (
     CORRECTIONS, COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FILLERS, FULL, ITEM_SAID,
     KELVIN_WORDS, KIND_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS,
     NOT_LIGHTS, NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES,
-    STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED,
-    UNIT_WORDS, UP, as_said, asked, commanded, excepted, leading_word, named_kinds, negated,
-    number_word, own_doing, declined, renumbered, repair_commands, said_number, said_plainly, told,
-    backchannel, not_wanted, turned_up_or_down, without_particle)
+    STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED, UNIT_WORDS,
+    UP, WANTED_SAID, as_said, asked, backchannel, commanded, declined, excepted, leading_word,
+    named_kinds, negated, not_wanted, number_word, own_doing, renumbered, repair_commands,
+    said_number, said_plainly, told, turned_up_or_down, wished, without_particle)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -228,6 +228,9 @@ _OPEN_AS = {"open": "on", "opened": "on", "closed": "off", "shut": "off"}
 _SENT_BACK = {"HassVacuumReturnToBase": ("vacuum", "HassVacuumStart"),
               "HassLawnMowerDock": ("lawn_mower", "HassLawnMowerStartMowing")}
 _BACK_HOME = frozenset(("off", "home", "back", "dock", "base", "charger", "charge", "stop"))
+# the state a device is wished in, and the request that puts it there
+_WISHED = {"locked": "HassTurnOn", "unlocked": "HassTurnOff", "on": "HassTurnOn",
+           "off": "HassTurnOff", "open": "HassTurnOn", "closed": "HassTurnOff"}
 # a lock is closed when locked ("is the apartment door closed?" of a lock)
 _LOCK_AS = {"open": "unlocked", "opened": "unlocked", "closed": "locked", "shut": "locked"}
 # where free text ends and its player or room begins ("jazz [on the] kitchen speaker",
@@ -494,14 +497,18 @@ class HomeModel:
 
     def _list_first(self, words: list[str]) -> list[str]:
         """A list named before what is done on it, as a note is dictated ("shopping list add
-        dehumidifier refill"): said the usual way round ("add dehumidifier refill to shopping
-        list"); unchanged otherwise."""
-        start = int(words[:1] in (["the"], ["my"], ["our"]))
+        dehumidifier refill", "on the shopping list please sparkling water"): said the usual
+        way round ("add dehumidifier refill to shopping list"); unchanged otherwise."""
+        onto = int(words[:1] in (["on"], ["to"], ["onto"]))     # "on the shopping list: x"
+        start = onto + int(words[onto:onto + 1] in (["the"], ["my"], ["our"]))
         m = next((m for m in self.lists.matches(words)
                   if m.domain == "todo" and m.start == start), None)
         if m is None:
             return words
         end = m.end + (words[m.end:m.end + 1] == ["list"])
+        if onto:
+            rest = words[end + (words[end:end + 1] == ["please"]):]
+            return ["put", *rest, "on", *words[onto:end]] if rest else words
         verb = words[end:end + 1]
         if not verb or verb[0] not in _LIST_FIRST or len(words) < end + 2:
             return words
@@ -854,6 +861,12 @@ class HomeModel:
         if at is not None and said and len(said["item"].split()) <= MAX_SAID_ITEM and (
                 "list" in words or any(m.domain == "todo" for m in found_here)):
             return " ".join([*words[:at], said["item"], *words[at + 1:]])
+        wanted = WANTED_SAID.match(normalize_text(before[-1]))
+        if at is not None and wanted and len(wanted["item"].split()) <= MAX_SAID_ITEM and \
+                leading_word([w for w in words if w not in BEFORE_REQUEST]) in ("put", "play") \
+                and any(m.domain == "media_player" for m in found_here):
+            # "the kids want bluey, can you put it on the tv": bluey, on the tv
+            return " ".join([*words[:at], wanted["item"], *words[at + 1:]])
         earlier = normalize_text(" ".join(before)).split()
         there = next((i for i in range(1, len(words)) if words[i] == "there" and
                       words[i - 1] in ("in", "into")), None)
@@ -899,7 +912,8 @@ class HomeModel:
         if not words:
             return HomeParse(OTHER, 1.0)
         words = said_plainly(words, self._name_words)
-        if words[0] in ("on", "off") and len(words) > 1 and words[1] not in _NOT_AFTER_ON:
+        if words[0] in ("on", "off") and len(words) > 1 and words[1] not in _NOT_AFTER_ON and \
+                not any(m.domain == "todo" and m.start <= 2 for m in self.lists.matches(words)):
             words = ["turn", *words]  # "on the aircon in living room", "off light on balcony"
         if self.repair:
             repaired = self.lists.repair(repair_commands(words), self._known)
@@ -1046,6 +1060,10 @@ class HomeModel:
             intent = _SENT_BACK[intent][1]   # "put the robot hoover on while we're out"
         if kind == "lock" and intent == "HassGetState" and slots.get("state") in _LOCK_AS:
             slots["state"] = _LOCK_AS[slots["state"]]   # "is the apartment door closed?"
+        if intent == "HassGetState" and not question and "name" in slots and \
+                slots.get("state") in _WISHED and wished(masked):
+            intent = _WISHED[slots.pop("state")]     # "i'd like the back door unlocked"
+            fixed = {}
         if intent in _OWN_NAMES and found and not set(slots) & {"name", "area", "floor"}:
             # "set a laundry timer": a timer named like one of the home's areas or devices
             # (where the intent takes no area: "cancel the kitchen timer" is the kitchen's)
@@ -1072,12 +1090,14 @@ class HomeModel:
             slots = {"name": player or slots["name"],
                      **{k: v for k, v in slots.items() if k in ("area", "floor")}}
             intent = "HassTurnOn"
-        if intent == "HassTurnOn" and masked[:1] == ["put"] and \
+        lead = next((i for i, w in enumerate(masked) if w not in BEFORE_REQUEST), 0)
+        if intent == "HassTurnOn" and masked[lead:lead + 1] == ["put"] and \
                 self.lists.names.get(str(slots.get("name"))) == "media_player":
-            # "put radio four on the wireless": something to play, on that player
+            # "put radio four on the wireless": something to play, on that player ("can you
+            # put bluey on the tv" too)
             at = masked.index("@media_player") - 1 if "@media_player" in masked else 0
             end = at - 1 - (at > 1 and masked[at - 1] in _OWNED)
-            said = masked[1:end] if end > 1 and masked[end] == "on" else []
+            said = masked[lead + 1:end] if end > lead + 1 and masked[end] == "on" else []
             if said and not set(said) & (BACK | {"this", "that", "these", "those"}) and \
                     not any(w.startswith("@") for w in said):
                 intent = "HassMediaSearchAndPlay"
@@ -1295,6 +1315,9 @@ class HomeModel:
         elif intent == "HassTurnOn" and not cover and follows(masked, ["put", "out"]) and (
                 light or "@light" in said):
             moved = "HassTurnOff"              # "put out the big light": off
+        elif intent == "HassTurnOn" and not cover and leading_word(masked) == "make" and \
+                [w for w in masked if w not in ("please", "now")][-1:] == ["out"]:
+            moved = "HassTurnOff"              # "make the ceiling fan out": off
         elif intent == "HassTurnOn" and "@media_player" in said and put_on_player(masked):
             moved = "HassMediaSearchAndPlay"   # "put bluey on the tv": a show, not on
         elif intent == "HassTurnOn" and not cover and not said & _KINDS_SAID and \
@@ -1503,11 +1526,13 @@ class HomeModel:
             if called and not any(w.startswith("@") for w in called):
                 slots["name"] = " ".join(called)     # "... 15 minutes and call it laundry"
         if intent == "HassStartTimer" and "name" not in slots:
-            at = next((i + 1 for i, w in enumerate(masked) if w in ("named", "called")), 0)
+            at = next((i + 1 for i, w in enumerate(masked) if w in ("named", "called") or
+                       w == "name" and masked[i - 2:i] == ["with", "the"]), 0)
             end = next((j for j in range(at, len(masked)) if masked[j] in ("for", "and", "please")
                         or said_number(masked[j])), len(masked))
             if at and 0 < end - at <= 3 and not any(w.startswith("@") for w in masked[at:end]):
-                slots["name"] = " ".join(masked[at:end])   # "a timer named marinade for 30 ..."
+                slots["name"] = " ".join(masked[at:end])   # "a timer named marinade for 30 ...",
+                # "... with the name washing"
         if intent in TIMER_INTENTS and "name" not in slots and "name" in allowed and not found:
             named = timer_named_first(masked)     # "bread timer 40 minutes"
             if named:

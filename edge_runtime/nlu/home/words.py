@@ -116,6 +116,16 @@ def declined(masked: list[str]) -> bool:
         not set(masked) & (COMMAND_VERBS | {"on", "off", "up", "down"})
 
 
+_WISHES = (["id", "like"], ["i", "would", "like"], ["id", "love"], ["i", "want"],
+           ["we", "want"], ["i", "need"], ["we", "need"])
+
+
+def wished(masked: list[str]) -> bool:
+    """The speaker says how they want something: "i'd like the back door unlocked"."""
+    lead = next((i for i, w in enumerate(masked) if w not in FILLERS), len(masked))
+    return any(masked[lead:lead + len(w)] == w for w in _WISHES)
+
+
 def own_doing(words: list[str]) -> bool:
     """The speaker says what they will do themselves: "I'll switch the geyser off just
     now", "we will close the blinds later" (not "I'll have the lights on, please")."""
@@ -171,7 +181,7 @@ def asked(text: str, words: list[str]) -> bool:
 # often as a comma ("Turn the lamp off. The fan can stay on.")
 _SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|no\s+need\s+to\b|"
                      r"don'?t\s+(?:bother|touch|need\s+to)\b)[^,;.!]*[.!]?$|"
-                     r"[,;.!][^,;.!]*\b(?:can|should|may)\s+(?:stay|wait|carry\s+on|"
+                     r"[,;.!][^,;.!]*\b(?:can|should|may)\s+(?:stay|wait|carry\s+on|continue|"
                      r"keep\s+(?:going|playing|running|on))"
                      r"\b[^,;.!]*[.!]?$|"
                      r"[,;.!][^,;.!]*(?:'s|\s+is|\s+are)\s+(?:fine|ok|okay|alright)\b[^,;.!]*[.!]?$|"
@@ -260,7 +270,8 @@ _NUMBER = (r"(?:\d+(?:\.\d+)?|(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eigh
 _UNIT = r"\s*(?:percent|%|degrees|minutes?|seconds?|hours?)?"
 _RENUMBER = re.compile(rf"^(?P<head>.*?\b)(?P<old>{_NUMBER})(?P<unit>{_UNIT})"
                        r"(?:[,.]|\s*[-\u2013\u2014])?\s+"         # ("seventy- no, sixty eight")
-                       r"(?:(?:no(?:\s+wa(?:it|y))?|nah|naw|nope|wait|sorry|i\s+mean|i\s+meant|"
+                       r"(?:(?:(?:ay|oh|ah)\s+)?"                # ("..., ay no, 24")
+                       r"(?:no(?:\s+wa(?:it|y))?|nah|naw|nope|wait|sorry|i\s+mean|i\s+meant|"
                        r"actually|or\s+rather)[,.]?\s+)+"       # ("..., sorry, i mean fifteen")
                        r"(?:make\s+it\s+|at\s+|to\s+)?"       # ("at 20, no, at 21")
                        rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*(?P<after>[,;].*)?[.!]?$",
@@ -317,6 +328,8 @@ def told(masked: list[str]) -> bool:
         bool(PAST.intersection(masked)) or _said_of(masked) or _done_before(masked) or \
         _others_said(masked) or _so_said(said) or _NOT_NEEDED.match(" ".join(said)) is not None or \
         any(w in _PREFERS for w in said[1:3]) and said[0] not in COMMAND_VERBS | BEFORE_REQUEST or \
+        said[1:2] and said[1] in _HABITUALLY and said[2:3] and said[2].endswith("s") and \
+        said[0] not in COMMAND_VERBS | BEFORE_REQUEST or \
         any(a in _BUSY and b == "after" and c.endswith("ing")     # "i'm after turning it off"
             for a, b, c in zip(said, said[1:], said[2:], strict=False))
 
@@ -327,7 +340,8 @@ _DID_TO = frozenset(("turned", "switched", "opened", "closed", "locked", "unlock
 _BUSY = frozenset(("im", "were", "hes", "shes", "theyre", "youre", "i", "we"))
 
 
-# what someone likes, said of them ("wilfred likes his blackout shade down in the afternoons")
+# what someone likes, said of them ("wilfred likes his blackout shade down in the afternoons"),
+# and what anyone always does ("tom always forgets to lock the bike room door")
 _PREFERS = frozenset(("likes", "loves", "prefers", "hates", "enjoys"))
 _ADVERBS = frozenset(("just", "also", "actually", "literally", "only", "finally", "already"))
 # what a device named first does or did: "the lamp flickered", "the fan makes a noise"
@@ -463,6 +477,9 @@ ITEM_SAID = re.compile(
     r"\s+(?:some\s+|more\s+|the\s+)?"
     r"(?P<item>.+?)(?:\s+(?:again|too|already|now|today|as\s+well))?$")
 MAX_SAID_ITEM = 4
+# "the kids want bluey": what a request to put "it" on a player then plays
+WANTED_SAID = re.compile(r"^(?:the\s+)?(?:[a-z]+\s+)?(?:want|wants|wanna)\s+"
+                         r"(?:to\s+(?:watch|see|hear)\s+)?(?P<item>.+)$")
 
 
 def named_kinds(said: set[str]) -> tuple[bool, bool]:
@@ -534,11 +551,18 @@ _SAID_AS = {"aircon": ("air", "conditioning"), "airconditioning": ("air", "condi
 _PHRASAL: dict[tuple[str, ...], tuple[str, ...]] = {("fire", "up"): ("turn", "on")}
 
 
+# a whole request the model never saw, said as one it did ("play further": go on playing)
+_WHOLE_AS: dict[tuple[str, ...], tuple[str, ...]] = {("play", "further"): ("resume",),
+                                                     ("play", "on"): ("resume",)}
+
+
 def said_plainly(words: list[str], names: frozenset[str] = frozenset()) -> list[str]:
     """``words`` with a compound the model never saw said as the words it did ("68 degrees
     fahrenheit": "68 degrees"), but not a word of the home's ``names`` (a thermostat
     called Aircon)."""
     lead = next((i for i, w in enumerate(words) if w not in BEFORE_REQUEST), len(words))
+    if tuple(words[lead:]) in _WHOLE_AS:
+        words = [*words[:lead], *_WHOLE_AS[tuple(words[lead:])]]
     if tuple(words[lead:lead + 2]) in _PHRASAL:     # the request's own verb only
         words = [*words[:lead], *_PHRASAL[tuple(words[lead:lead + 2])], *words[lead + 2:]]
     if not any(w in _SAID_AS and w not in names for w in words):
