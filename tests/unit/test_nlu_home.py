@@ -1647,3 +1647,46 @@ def test_a_wish_for_a_state_habits_of_anyone_and_what_a_player_is_asked_for(
     # what may continue after a command is spared
     p = home.parse("pause the rice timer, the videoke can continue")
     assert p.intent == "HassPauseTimer"
+
+
+def test_names_said_loosely_the_tv_show_class_and_what_is_said_of_plans_and_others(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("toilet", "driveway"), (),
+        {"snow melt mat": "switch", "heated seat": "switch", "humidifier": "switch",
+         "yale lock": "lock", "back door": "lock", "air conditioner": "climate",
+         "sony tv": "media_player", "costco list": "todo", "kettle": "switch"}))
+    # a name said with a middle word left out, or one more word inside
+    p = home.parse("turn on the snow mat")
+    assert p.slots.get("name") == "snow melt mat" or not p.accepted
+    p = home.parse("turn on the heated toilet seat")
+    assert not (p.accepted and p.slots.get("area") == "toilet")
+    # "aircon" for the Air Conditioner; a state after a device's first word stays a state
+    p = home.parse("set the aircon to 22 degrees")
+    assert p.slots.get("name") == "air conditioner" or not p.accepted
+    assert home.parse("is the yale locked").slots.get("state") == "locked"
+    # Home Assistant's own media class, and the kind's word not left in the title
+    p = home.parse("play the show hockey night in canada on the sony tv")
+    assert p.slots.get("media_class") == "tv_show"
+    assert p.slots.get("search_query") == "hockey night in canada"
+    assert not home.parse("play the album").accepted        # which album?
+    # a thing named, then "cross it off" a list named first
+    p = home.parse("rotisserie chicken, costco list cross it off")
+    assert p.slots.get("item") == "rotisserie chicken" or not p.accepted
+    # "close" after a name at the start is off; "it" after "on" in a remark is no device
+    p = home.parse("humidifier close please")
+    assert p.intent == "HassTurnOff" or not p.accepted
+    p = home.parse("humidifier close please, window get water on it")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    # what someone said should be done, a plan for some day, a question to someone: no action
+    for said in ("our kid says we should lock the back door at night",
+                 "callum, are you putting the kettle on or what",
+                 "my son already lock the back door"):
+        assert not home.parse(said).accepted, said
+    # a number in the reason after the request is the reason's
+    p = home.parse("aircon on please, it's thirty five degrees outside")
+    assert not (p.accepted and p.intent == "HassClimateSetTemperature")
+    # "all the timer, cancel": every timer; a timer that says what happens, no command put off
+    assert home.parse("all the timer, cancel").intent == "HassCancelAllTimers"
+    p = home.parse("load-shedding starts in 25 minutes, set a timer")
+    assert "conversation_command" not in p.slots

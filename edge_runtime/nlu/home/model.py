@@ -40,9 +40,10 @@ from .words import (
     KELVIN_WORDS, KIND_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS,
     NOT_LIGHTS, NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES,
     STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED, UNIT_WORDS,
-    UP, WANTED_SAID, as_said, asked, backchannel, commanded, declined, excepted, leading_word,
-    named_kinds, negated, not_wanted, number_word, own_doing, renumbered, repair_commands,
-    said_number, said_plainly, told, turned_up_or_down, wished, without_particle)
+    UP, WANTED_SAID, as_said, asked, backchannel, commanded, declined, doing_asked, excepted,
+    leading_word, named_kinds, negated, not_wanted, number_word, own_doing, renumbered,
+    repair_commands, said_number, said_plainly, told, turned_up_or_down, wished,
+    without_particle)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -184,14 +185,16 @@ _KIND_NAMES = {**{w: "tv" for w in ("tv", "tvs", "telly", "television")},
                "airconditioner": "aircon"}
 # what follows a device called by its first word alone ("pause the roku", "the roku
 # volume", "switch the immersion on")
-_AFTER_FIRST = [[], *([w] for w in ("on", "off", "up", "down", "volume", "please", "now"))]
+_AFTER_FIRST = [[], *([w] for w in ("on", "off", "up", "down", "volume", "please", "now",
+                                      "locked", "unlocked", "open", "closed"))]
 
 
 def _aircon(words: list[str]) -> list[str]:
-    """``words`` with "air con" said as one word ("the air con fan": the aircon's)."""
+    """``words`` with "air con" (or "air conditioner") said as one word ("the air con fan":
+    the aircon's; "set the aircon to 22": the Air Conditioner)."""
     out: list[str] = []
     for w in words:
-        if w == "con" and out[-1:] == ["air"]:
+        if w in ("con", "conditioner", "conditioning") and out[-1:] == ["air"]:
             out[-1] = "aircon"
         else:
             out.append(w)
@@ -206,6 +209,10 @@ def _after_name(masked: list[str]) -> str:
     while at < len(masked) and masked[at].startswith("@"):
         at += 1
     return masked[at] if at < len(masked) else ""
+
+
+def _a_number_in(words: list[str]) -> bool:
+    return any(number_word(w) or w in NUMBER_WORDS for w in words)
 
 
 def _a_number(words: list[str]) -> bool:
@@ -266,7 +273,8 @@ _KIND_SAID_AS = {"track": ("song", "tune"), "artist": ("band", "singer"), "album
                  "tv_show": ("show", "series"), "movie": ("film",)}
 # the kind of media said before its name ("the album x")
 _CLASS_WORDS = {"playlist": "playlist", "album": "album", "song": "track", "track": "track",
-                "podcast": "podcast", "artist": "artist", "movie": "movie", "film": "movie"}
+                "podcast": "podcast", "artist": "artist", "movie": "movie", "film": "movie",
+                "show": "tv_show", "channel": "channel"}
 # what comes before a list's name in a request that puts something on it or takes it off
 _TO_LIST = frozenset(("add", "put", "remove", "tick", "cross", "mark", "delete", "take", "check",
                       "stick", "to", "on", "from", "in", "off"))
@@ -332,15 +340,17 @@ _NO_CLAUSE_BEFORE = BEFORE_REQUEST | NEGATIONS | frozenset((
     "usually", "sometimes", "also", "dont", "did", "does", "do", "will", "timer", "alarm",
     "s", "second", "seconds", "sec", "secs", "minute", "minutes", "min", "mins", "hour",
     "hours",      # (a command after how long: put off, "in 34 minutes pause the music")
-    "gonna", "wanna", "gotta", "going", "want", "need", "trying", "tried"))
+    "gonna", "wanna", "gotta", "going", "want", "need", "trying", "tried",
+    "already", "just", "finally", "actually", "still"))   # ("my son already lock the ...")
     # (the verb another verb takes: "i was gonna turn on the track lights but whatever")
 
 
-def _unmarked_clause(text: str) -> str:
+def _unmarked_clause(text: str, inside: frozenset[str] = frozenset()) -> str:
     """``text`` with a comma put where a command begins after a remark that no comma ends
     ("the dog's barking at something out there turn on the flood light"), as a recognizer
     or a hurried typist leaves it; unchanged when it has a clause mark already, asks, or
-    has no such command."""
+    has no such command (a verb that is a word of a name with the word before it, in
+    ``inside``, is no command: "the bike shed lock")."""
     if _CLAUSE.search(text):
         return text
     raw = text.split()
@@ -351,7 +361,8 @@ def _unmarked_clause(text: str) -> str:
         return text      # (only after a remark: "we're ...", "the dog's ...", "i ...")
     for i in range(2, len(raw) - 1):
         if said[i] in _CLAUSE_VERBS and said[i - 1] not in _NO_CLAUSE_BEFORE and \
-                said[i - 1].isalpha() and not said_number(said[i - 1]):
+                said[i - 1].isalpha() and not said_number(said[i - 1]) and \
+                not {said[i - 1], said[i]} <= inside:    # (not inside "the bike shed lock")
             return " ".join(raw[:i]) + ", " + " ".join(raw[i:])
     return text
 
@@ -455,6 +466,20 @@ class HomeModel:
         places = {w for p in (*lists.areas, *lists.floors) for w in normalize_text(p).split()}
         self._firsts = {w: names[0] for w, names in firsts.items()
                         if len(names) == 1 and w not in places}
+        # and said with a middle word left out ("the snow mat": the Snow Melt Mat), where no
+        # other name is said so and it ends in no kind's word ("kitchen lights" is a room's)
+        loose: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        for name in lists.names:
+            words = tuple(normalize_text(name).split())
+            for k in range(1, len(words) - 1):
+                loose.setdefault(words[:k] + words[k + 1:], []).append(words)
+        named = {tuple(normalize_text(n).split()) for n in lists.names}
+        self._loose = {said: names[0] for said, names in loose.items()
+                       if len(names) == 1 and said not in named and said[0] not in places
+                       and said[-1] not in DEVICE_WORDS}
+        # and two-word names, said with a word inside them ("the heated toilet seat")
+        self._two_words = [n for n in named if len(n) == 2 and n[-1] not in DEVICE_WORDS
+                           and n[0] not in places]
         # and by a last word that is in no other name ("the decoder": the DSTV Decoder)
         used = Counter(w for name in lists.names for w in set(normalize_text(name).split()))
         for name in lists.names:
@@ -477,6 +502,35 @@ class HomeModel:
         at = len(words) - 2 - (words[-2] in _OWNED)
         player = self._one_player(words[-1])
         return (at, player) if words[at] in _TO_PLACE and player else None
+
+    def _loosely_named(self, words: list[str]) -> list[str]:
+        """``words`` with a name said with a middle word left out ("snow mat open": the Snow
+        Melt Mat) or one more word inside ("the heated toilet seat": the Heated Seat) said
+        whole, where those words name nothing of the home as they are."""
+        covered = {i for m in self.lists.matches(words) if m.slot == "name"
+                   for i in range(m.start, m.end)}
+        out: list[str] = []
+        i = 0
+        while i < len(words):
+            whole = next((self._loose[said] for n in (3, 2) if i + n <= len(words)
+                          and (said := tuple(words[i:i + n])) in self._loose
+                          and not covered & set(range(i, i + n))), None)
+            if whole is None:
+                inserted = next((n for n in self._two_words
+                                 if tuple(words[i:i + 3:2]) == n and i + 2 < len(words)
+                                 and words[i + 1].isalpha()
+                                 and words[i + 1] not in DETERMINERS | {"and", "or", "of"}
+                                 and not covered & {i, i + 1, i + 2}), None)
+                if inserted is not None:
+                    out.extend(inserted)
+                    i += 3
+                    continue
+                out.append(words[i])
+                i += 1
+                continue
+            out.extend(whole)
+            i += len(whole) - 1          # (said with one word fewer)
+        return out
 
     def _first_named(self, words: list[str]) -> list[str]:
         """``words`` with a device called by its name's unseen first (or last) word said whole
@@ -512,7 +566,10 @@ class HomeModel:
         verb = words[end:end + 1]
         if not verb or verb[0] not in _LIST_FIRST or len(words) < end + 2:
             return words
-        return [*verb, *words[end + 1:], _LIST_FIRST[verb[0]], *words[:end]]
+        rest = words[end + 1:]
+        if rest[-1:] == ["off"] and len(rest) > 1:
+            verb, rest = [*verb, "off"], rest[:-1]     # ("chores list, cross x off")
+        return [*verb, *rest, _LIST_FIRST[verb[0]], *words[:end]]
 
     @staticmethod
     def _in_title(words: list[str], found: list[Match]) -> list[Match]:
@@ -597,7 +654,7 @@ class HomeModel:
         put_off = self._put_off(*later) if later else None
         if put_off is not None:
             return put_off
-        text = _unmarked_clause(text)
+        text = _unmarked_clause(text, self._name_words)
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
         if len(clauses) > 2:
             # a remark between two clauses is said aside ("open the blackout curtains, it's
@@ -646,8 +703,12 @@ class HomeModel:
             rest = self._parse(" ".join(clauses[:-1]))
             if rest.accepted and (not remark or stated or not whole.accepted or
                                   rest.intent == whole.intent and
-                                  set(whole.slots) <= set(rest.slots)):
-                return rest
+                                  set(whole.slots) <= set(rest.slots) or
+                                  _a_number_in(said_last) and is_action(rest.intent) and
+                                  not _a_number_in(normalize_text(" ".join(clauses[:-1]))
+                                                   .split())):
+                return rest    # (a number in the remark is the remark's: "aircon on please,
+                # it's thirty five degrees outside")
             if stated and not rest.accepted and rest.intent == whole.intent:
                 return rest    # "the kettle's tidy now, we fixed it": a statement does not
                 # make a request of what was not one
@@ -845,6 +906,17 @@ class HomeModel:
                 return None
         return text
 
+    def _bare_item(self, clause: str) -> str:
+        """A clause that only names a thing ("rotisserie chicken, costco list cross it off"):
+        the thing, for a list request's "it"; "" for anything more (a verb, a name of the
+        home, a remark: "the windbreak's packed")."""
+        words = normalize_text(clause).split()
+        if not words or len(words) > MAX_SAID_ITEM or words[0] in REMARKING | BACK or \
+                "'" in clause or any(w.endswith("ed") for w in words) or \
+                set(words) & (COMMAND_VERBS | STATES | NEGATIONS) or self.lists.matches(words):
+            return ""
+        return " ".join(words)
+
     def _referred(self, before: list[str], clause: str) -> str:
         """``clause`` with a pronoun that points back ("it", "them") replaced by what the
         clauses ``before`` it name: the item needed, for a list ("we need olive oil, put
@@ -853,14 +925,18 @@ class HomeModel:
         devices the clause names by kind alone ("it's dark in the den, turn the lights
         on" -> "... lights on in the den"); unchanged when there is none."""
         words = normalize_text(clause).split()
-        # (a pronoun that begins the clause is its subject: "it rained all night")
-        at = next((i for i, w in enumerate(words) if w in BACK and i > 0), None)
+        # (a pronoun that begins the clause is its subject: "it rained all night"; one after
+        # "on"/"in" in a clause with no verb of ours is a place: "window get water on it")
+        at = next((i for i, w in enumerate(words) if w in BACK and i > 0 and not (
+            words[i - 1] in _TO_PLACE | {"onto", "into", "over", "under"} and
+            not set(words) & COMMAND_VERBS)), None)
         found_here = self.lists.matches(self._first_named(words))   # (or by its last word)
         # "we need olive oil, put it on the shopping list": the item, said before
         said = ITEM_SAID.match(normalize_text(before[-1]))
-        if at is not None and said and len(said["item"].split()) <= MAX_SAID_ITEM and (
+        item = said["item"] if said else self._bare_item(before[-1])
+        if at is not None and item and len(item.split()) <= MAX_SAID_ITEM and (
                 "list" in words or any(m.domain == "todo" for m in found_here)):
-            return " ".join([*words[:at], said["item"], *words[at + 1:]])
+            return " ".join([*words[:at], item, *words[at + 1:]])
         wanted = WANTED_SAID.match(normalize_text(before[-1]))
         if at is not None and wanted and len(wanted["item"].split()) <= MAX_SAID_ITEM and \
                 leading_word([w for w in words if w not in BEFORE_REQUEST]) in ("put", "play") \
@@ -929,10 +1005,14 @@ class HomeModel:
                     not any(m.domain == "todo" and not set(repaired[:m.start]) & _TO_LIST
                             for m in new) and \
                     not any(repaired[m.start - 1:m.start] in (["called"], ["named"])
-                            for m in new):     # ("a timer called tea round": no Tea Urn)
+                            for m in new) and \
+                    not (len(repaired) == len(words) and any(
+                        a != b and a in STATES for a, b in zip(words, repaired, strict=True))):
+                # ("a timer called tea round": no Tea Urn; "is the yale locked": no Yale Lock
+                # from "yale locked", the state kept)
                 words = repaired
         words = self.lists.reordered(words)
-        words = self._first_named(self._list_first(words))
+        words = self._first_named(self._list_first(self._loosely_named(words)))
         options: list[list[Match]] = [self._in_title(words, named_once(
             not_the_verb(words, self.lists.matches(words))))]
         if (passed := addressed(words, options[0])) is not words:
@@ -1024,8 +1104,9 @@ class HomeModel:
                 fixed = {k: v for k, v in fixed.items() if k != "domain"}   # (its own domain)
         verbs = set(masked[:masked.index("@name")] if "@name" in masked else masked[:2]) \
             if intent in ("HassTurnOn", "HassTurnOff") else set()
-        if verbs and "@name" in masked:
-            # and the way said right after the name ("buzz the close door open")
+        if intent in ("HassTurnOn", "HassTurnOff") and "@name" in masked:
+            # and the way said right after the name ("buzz the close door open", "humidifier
+            # close please")
             verbs |= {_after_name(masked)} & _OPEN_CLOSE
         if intent == "HassTurnOn" and leading_word(masked) == "kill":
             intent = "HassTurnOff"   # "kill the lights on the balcony": "on" says where
@@ -1102,6 +1183,15 @@ class HomeModel:
                     not any(w.startswith("@") for w in said):
                 intent = "HassMediaSearchAndPlay"
                 slots = {"name": slots["name"], "search_query": " ".join(said)}
+        if intent == "HassCancelTimer" and "all" in masked and \
+                set(masked[masked.index("all"):]) & _TIMER_WORDS and not found:
+            intent, slots = "HassCancelAllTimers", {}   # "all the timer, cancel"
+        command = str(slots.get("conversation_command", ""))
+        if command and set(masked) & _TIMER_WORDS and len(command.split()) < len(words) and \
+                leading_word(command.split()) not in COMMAND_VERBS | {"on", "off"} and \
+                not ((now := self._parse(command)).accepted and is_action(now.intent)):
+            del slots["conversation_command"]   # "load-shedding starts in 25 minutes, set a
+            # timer": what happens then, no command put off (without "timer" said, no timer)
         if REQUIRED.get(intent) == ("item",):
             # "put lock the barn door on the chores list", as said (not as repaired), and
             # "add set up the tv in the playroom to chores" whole
@@ -1202,6 +1292,7 @@ class HomeModel:
                          and not self._elsewhere(intent, masked) and not left_as_is(masked)
                          and not (is_action(intent) and (excepted(masked) or own_doing(masked)
                                                          or declined(masked)))
+                         and not doing_asked(masked)
                          and not (intent == "HassGetState" and not question and negated(masked))
                          and not _SUBJECTS & set(str(slots.get("conversation_command", "")).split())
                          and not (is_action(intent) and (question or self._unsaid(intent, masked))),
@@ -1415,6 +1506,8 @@ class HomeModel:
             # in a request about the lights
             fits = self.label_slots.get(label, allowed)
             slots.update((k, typed(v)) for k, v in filled if k not in ENTITY_SLOTS and k in fits)
+            if slots.get("media_class") == "tv show":
+                slots["media_class"] = "tv_show"   # Home Assistant's value ("[tv] show")
         if intent == "HassSetVolumeRelative":
             said, step = set(masked), slots.get("volume_step")
             up, down = bool(said & UP), bool(said & DOWN)
@@ -1544,4 +1637,7 @@ class HomeModel:
         item = str(slots.get("item", "")).split()
         if len(item) == 1 and (said_number(item[0]) or item[0] in NO_ITEM):
             del slots["item"]      # "check no off the list", "check off 10": misheard
+        if "search_query" in slots and all(w in DETERMINERS
+                                           for w in str(slots["search_query"]).split()):
+            del slots["search_query"]   # "play the album": which? (asked back)
         return slots

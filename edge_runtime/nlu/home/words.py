@@ -126,6 +126,13 @@ def wished(masked: list[str]) -> bool:
     return any(masked[lead:lead + len(w)] == w for w in _WISHES)
 
 
+def doing_asked(masked: list[str]) -> bool:
+    """Someone asked what they are doing ("callum, are you putting the kettle on or what"):
+    no question of the home."""
+    return any(masked[k:k + 2] == ["are", "you"] and masked[k + 2:k + 3] != [] and
+               masked[k + 2].endswith("ing") for k in (0, 1))
+
+
 def own_doing(words: list[str]) -> bool:
     """The speaker says what they will do themselves: "I'll switch the geyser off just
     now", "we will close the blinds later" (not "I'll have the lights on, please")."""
@@ -330,6 +337,10 @@ def told(masked: list[str]) -> bool:
         any(w in _PREFERS for w in said[1:3]) and said[0] not in COMMAND_VERBS | BEFORE_REQUEST or \
         said[1:2] and said[1] in _HABITUALLY and said[2:3] and said[2].endswith("s") and \
         said[0] not in COMMAND_VERBS | BEFORE_REQUEST or \
+        any(a in REPORTED and b in ("we", "you", "i") and c in _OUGHT
+            for a, b, c in zip(said, said[1:], said[2:], strict=False)) \
+        and said[0] not in COMMAND_VERBS | BEFORE_REQUEST or \
+        bool(_SOMEDAY.search(" ".join(said))) or \
         any(a in _BUSY and b == "after" and c.endswith("ing")     # "i'm after turning it off"
             for a, b, c in zip(said, said[1:], said[2:], strict=False))
 
@@ -340,6 +351,11 @@ _DID_TO = frozenset(("turned", "switched", "opened", "closed", "locked", "unlock
 _BUSY = frozenset(("im", "were", "hes", "shes", "theyre", "youre", "i", "we"))
 
 
+# what someone said should be done ("our kid says we should lock the back door at night";
+# not "mum said i get 20 minutes on the xbox, set a timer")
+_OUGHT = frozenset(("should", "must", "ought", "need", "have", "shouldnt", "mustnt"))
+# a plan for no time in particular ("we need to sort the bike shed lock out at some point")
+_SOMEDAY = re.compile(r"\b(?:at some point|one of these days|someday|some day|eventually)\b")
 # what someone likes, said of them ("wilfred likes his blackout shade down in the afternoons"),
 # and what anyone always does ("tom always forgets to lock the bike room door")
 _PREFERS = frozenset(("likes", "loves", "prefers", "hates", "enjoys"))
