@@ -201,6 +201,37 @@ def _aircon(words: list[str]) -> list[str]:
     return out
 
 
+def _said_forms(lists: HomeLists) -> tuple[dict[str, tuple[str, ...]],
+                                            dict[tuple[str, ...], tuple[str, ...]],
+                                            list[tuple[str, ...]]]:
+    """The ways the home's names are said short, each pointing at one name only:
+    (a first or last word no other name or area has: "the roku", "the decoder"; the name
+    with a middle word left out: "the snow mat"; the two-word names, for one more word said
+    inside them: "the heated toilet seat"). A short form that ends in a kind's word ("kitchen
+    lights") or begins with a place's word is a room's, never a name's."""
+    named = [tuple(normalize_text(n).split()) for n in lists.names]
+    places = {w for p in (*lists.areas, *lists.floors) for w in normalize_text(p).split()}
+    firsts: dict[str, list[tuple[str, ...]]] = {}
+    loose: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for words in named:
+        if len(words) > 1 and len(words[0]) > 2:
+            firsts.setdefault(words[0], []).append(words)
+        for k in range(1, len(words) - 1):
+            loose.setdefault(words[:k] + words[k + 1:], []).append(words)
+    by_word = {w: names[0] for w, names in firsts.items() if len(names) == 1 and w not in places}
+    used = Counter(w for words in named for w in set(words))
+    for words in named:
+        if len(words) > 1 and len(words[-1]) > 3 and used[words[-1]] == 1 and \
+                words[-1] not in places:
+            by_word.setdefault(words[-1], words)
+    short = {said: names[0] for said, names in loose.items()
+             if len(names) == 1 and said not in named and said[0] not in places
+             and said[-1] not in DEVICE_WORDS}
+    twos: list[tuple[str, ...]] = [n for n in named if len(n) == 2 and
+                                   n[-1] not in DEVICE_WORDS and n[0] not in places]
+    return by_word, short, twos
+
+
 def _after_name(masked: list[str]) -> str:
     """The word said right after a device's name ("bring the @name @cover in, ...")."""
     if "@name" not in masked:
@@ -456,37 +487,7 @@ class HomeModel:
             elif domain == "climate" and "aircon" in said:
                 by_kind.setdefault((domain, "aircon"), []).append(name)   # "Aircon Unit"
         self._by_kind = {k: names[0] for k, names in by_kind.items() if len(names) == 1}
-        # the devices called by a first word no other name or area has ("the roku": the
-        # Roku TV); only a word the model never saw, so never "the kitchen" or "the desk"
-        firsts: dict[str, list[tuple[str, ...]]] = {}
-        for name in lists.names:
-            words = tuple(normalize_text(name).split())
-            if len(words) > 1 and len(words[0]) > 2:
-                firsts.setdefault(words[0], []).append(words)
-        places = {w for p in (*lists.areas, *lists.floors) for w in normalize_text(p).split()}
-        self._firsts = {w: names[0] for w, names in firsts.items()
-                        if len(names) == 1 and w not in places}
-        # and said with a middle word left out ("the snow mat": the Snow Melt Mat), where no
-        # other name is said so and it ends in no kind's word ("kitchen lights" is a room's)
-        loose: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-        for name in lists.names:
-            words = tuple(normalize_text(name).split())
-            for k in range(1, len(words) - 1):
-                loose.setdefault(words[:k] + words[k + 1:], []).append(words)
-        named = {tuple(normalize_text(n).split()) for n in lists.names}
-        self._loose = {said: names[0] for said, names in loose.items()
-                       if len(names) == 1 and said not in named and said[0] not in places
-                       and said[-1] not in DEVICE_WORDS}
-        # and two-word names, said with a word inside them ("the heated toilet seat")
-        self._two_words = [n for n in named if len(n) == 2 and n[-1] not in DEVICE_WORDS
-                           and n[0] not in places]
-        # and by a last word that is in no other name ("the decoder": the DSTV Decoder)
-        used = Counter(w for name in lists.names for w in set(normalize_text(name).split()))
-        for name in lists.names:
-            words = tuple(normalize_text(name).split())
-            if len(words) > 1 and len(words[-1]) > 3 and used[words[-1]] == 1 and \
-                    words[-1] not in places:
-                self._firsts.setdefault(words[-1], words)
+        self._firsts, self._loose, self._two_words = _said_forms(lists)
 
     def _one_player(self, kind_word: str) -> str | None:
         """The home's one media player of the kind ``kind_word`` says ("radio": the Roberts
@@ -515,21 +516,21 @@ class HomeModel:
             whole = next((self._loose[said] for n in (3, 2) if i + n <= len(words)
                           and (said := tuple(words[i:i + n])) in self._loose
                           and not covered & set(range(i, i + n))), None)
-            if whole is None:
-                inserted = next((n for n in self._two_words
-                                 if tuple(words[i:i + 3:2]) == n and i + 2 < len(words)
-                                 and words[i + 1].isalpha()
-                                 and words[i + 1] not in DETERMINERS | {"and", "or", "of"}
-                                 and not covered & {i, i + 1, i + 2}), None)
-                if inserted is not None:
-                    out.extend(inserted)
-                    i += 3
-                    continue
-                out.append(words[i])
-                i += 1
+            if whole is not None:
+                out.extend(whole)
+                i += len(whole) - 1          # (said with one word fewer)
                 continue
-            out.extend(whole)
-            i += len(whole) - 1          # (said with one word fewer)
+            inside = next((n for n in self._two_words
+                           if i + 2 < len(words) and tuple(words[i:i + 3:2]) == n
+                           and words[i + 1].isalpha()
+                           and words[i + 1] not in DETERMINERS | {"and", "or", "of"}
+                           and not covered & {i, i + 1, i + 2}), None)
+            if inside is not None:
+                out.extend(inside)
+                i += 3
+                continue
+            out.append(words[i])
+            i += 1
         return out
 
     def _first_named(self, words: list[str]) -> list[str]:
