@@ -1690,3 +1690,34 @@ def test_names_said_loosely_the_tv_show_class_and_what_is_said_of_plans_and_othe
     assert home.parse("all the timer, cancel").intent == "HassCancelAllTimers"
     p = home.parse("load-shedding starts in 25 minutes, set a timer")
     assert "conversation_command" not in p.slots
+
+
+def test_the_air_a_place_said_last_a_device_then_it_and_a_device_left_after_a_command(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("bedroom", "lanai", "kitchen"), (),
+        {"bedroom thermostat": "climate", "bamboo fan": "fan", "inverter": "switch",
+         "standing fan": "fan", "ox fan": "fan", "back door": "lock",
+         "upstairs heat pump": "climate", "ranchslider": "cover"}))
+    # "the air" is the air conditioning, never a player's volume
+    p = home.parse("turn the air down to seventy six")
+    assert not (p.accepted and p.intent in ("HassSetVolume", "HassSetVolumeRelative"))
+    # what "i mean" clarifies, said after it
+    p = home.parse("make it 73 in the bedroom, on the bedroom thermostat i mean")
+    assert not (p.accepted and p.intent == "HassTurnOn")
+    # "it" after a named device in a room is that device
+    p = home.parse("the bamboo fan out on the lanai, turn it on")
+    assert p.slots.get("name") == "bamboo fan" or not p.accepted
+    # a device spared, no comma heard; "make you" said for please; "do not off"
+    p = home.parse("close the kitchen window leave the back door")
+    assert not (p.accepted and p.slots.get("name") == "back door")
+    p = home.parse("leave the standing fan make you off the ox fan")
+    assert not (p.accepted and p.slots.get("name") == "standing fan")
+    assert not home.parse("abeg do not off the inverter").accepted
+    # what someone left open is said of it; "please dear" names no device
+    assert not home.parse("priya left the ranchslider open all arvo").accepted
+    p = home.parse("turn on the lights in the bedroom please dear")
+    assert "name" not in p.slots
+    # a fan mode said right after "fan mode"
+    p = home.parse("fan mode quiet on the upstairs heat pump")
+    assert p.slots.get("fan_mode") == "quiet" or not p.accepted

@@ -876,6 +876,11 @@ class HomeModel:
         fixed = renumbered(text)
         if fixed is not None:
             return fixed
+        clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+        last = normalize_text(clauses[-1]).split()
+        if len(clauses) > 1 and len(last) > 2 and last[-2:] in (["i", "mean"], ["i", "meant"]):
+            # "make it 73 in the bedroom, on the bedroom thermostat i mean": said after
+            text = ", ".join([*clauses[:-1], "i mean " + " ".join(last[:-2])])
         words = normalize_text(text).split()
         for k in range(1, len(words)):
             marker = next((m for m in CORRECTIONS if tuple(words[k:k + len(m)]) == m), None)
@@ -973,6 +978,11 @@ class HomeModel:
             return clause
         m = found[-1]
         kinds = [w for w in earlier[:m.start] if w in DEVICE_WORDS]
+        device = next((f for f in reversed(found[:-1]) if f.slot == "name"), None)
+        if m.slot == "area" and device is not None:
+            # "the bamboo fan out on the lanai, turn it on": that fan, there
+            return " ".join([*words[:at], "the", *earlier[device.start:device.end], "in", "the",
+                             *earlier[m.start:m.end], *words[at + 1:]])
         if m.slot == "area" and kinds:
             # "I'm after leaving the light on in the parlour, would you turn it off": the
             # light in the parlour, not the parlour
@@ -1214,10 +1224,11 @@ class HomeModel:
                 any(w not in self.vocab and not number_word(w) for w in masked):
             missing = ("name",)
         if not missing and intent in ("HassTurnOn", "HassTurnOff") and \
-                slots.get("domain") == "light" and "name" not in slots and \
-                not set(masked) & LIGHT_WORDS and leading_word(masked) in _TO_PLAY and any(
+                "domain" in slots and "name" not in slots and \
+                not set(masked) & DEVICE_WORDS and leading_word(masked) in _TO_PLAY and any(
                     w not in self.vocab and not number_word(w) for w in masked):
             missing = ("name",)      # "put on the proclaimers in the front room": no lights
+            # ("put on jimmy buffett out on the lanai": no fan either)
         if not missing and intent in TARGETED and "name" not in slots and any(
                 masked[i] == "@area" and masked[i + 2] in ("on", "off") and
                 masked[i + 1] not in self.vocab and not masked[i + 1].startswith("@")
@@ -1425,8 +1436,9 @@ class HomeModel:
             # "turn off the lights on the roof terrace": the verb's own word says which
             moved = "HassTurnOn" if particle(masked) == "on" else "HassTurnOff"
         elif intent in ("HassSetVolume", "HassSetVolumeRelative") and number and \
-                said & CLIMATE_WORDS and not said & _PLAYED:
-            moved = "HassClimateSetTemperature"   # "turn the aircon to 26": no player
+                said & (CLIMATE_WORDS | {"air"}) and not said & _PLAYED:
+            moved = "HassClimateSetTemperature"   # "turn the aircon to 26", "turn the air
+            # down to seventy six": no player
         elif intent == "HassSetPosition" and said & CLIMATE_WORDS and not cover:
             moved = "HassClimateSetTemperature"   # "lower the thermostat to 18"
         elif intent == "HassSetPosition" and not number:
@@ -1533,6 +1545,13 @@ class HomeModel:
             kind = next((self._cover_classes[w] for w in masked if w in self._cover_classes), None)
             if kind:
                 slots["device_class"] = kind     # "are all the shutters down"
+        if intent == "HassClimateSetFanMode" and "mode" in masked[:-1]:
+            at = masked.index("mode") + 1
+            after, then = masked[at], masked[at + 1:at + 2]
+            if after.isalpha() and after not in _TO_PLACE | DETERMINERS | {"to", "of", "for",
+                                                                         "please", "is"} and \
+                    (not then or then[0] in _TO_PLACE | {"please"}):
+                slots["fan_mode"] = after            # "fan mode quiet on the heat pump"
         if intent == "HassSetPosition" and "position" not in slots and halfway(masked):
             slots["position"] = 50               # "open the awning halfway"
         if intent == "HassLightSet" and not set(slots) & {"brightness", "color", "temperature"} \

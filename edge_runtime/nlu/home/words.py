@@ -103,8 +103,10 @@ def negated(masked: list[str]) -> bool:
     the gate", "I'm not going to open it", "please don't touch the thermostat" (not "I
     can't see, turn the lights on")."""
     return any(w in NEGATIONS and (any(v in _NEGATED_VERBS for v in masked[i + 1:i + 5]) or
-                                   w == "dont" and masked[i + 1:i + 2] in (["on"], ["off"]))
-               for i, w in enumerate(masked))   # ("don't off the floodlight yet")
+                                   w in ("dont", "not", "never") and
+                                   masked[i + 1:i + 2] in (["on"], ["off"]))
+               for i, w in enumerate(masked))   # ("don't off the floodlight yet", "abeg do
+    # not off the inverter")
 
 
 def declined(masked: list[str]) -> bool:
@@ -203,8 +205,8 @@ _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$|"
 # hesitations before a request and thanks after it ("um yeah can you uh open the gate cheers")
 _HESITATED = re.compile(r"^(?:(?:um+|uh+|er+|erm|yeah|yep)[,.]?\s+|(?:excuse|pardon)\s+me[,.]\s+)+|"
                         r"[,.]?\s+(?:cheers|thanks|thank\s+you|ta|eh|na|lah|abeg)(?:\s+mate)?[.!?]*$|"
-                        r",\s*(?:my\s+)?(?:dear|love|luv|pet|darling|duck|hun|honey|sweetheart|"
-                        r"sweetie|pal|buddy|bro|sir|madam|ma'?am)[.!?]*$",
+                        r"(?:,\s*|(?<=please)\s+)(?:my\s+)?(?:dear|love|luv|pet|darling|duck|hun|"
+                        r"honey|sweetheart|sweetie|pal|buddy|bro|sir|madam|ma'?am)[.!?]*$",
                         re.I)          # (the tags of India, Singapore and Nigeria: "na",
 # ...; and whom it is said to: "..., dear")
 # a hesitation inside a request ("add, er, some barley sugars to the shopping list")
@@ -217,6 +219,8 @@ _SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+"
                             r"\s*(?:,\s*(?:and|but)?|and|but)\s+|"
                             r"^(?:please\s+)?leave\s+(?:the|my|our)\s+[^,;]*?\s*(?:,\s*)?"
                             r"(?:and|but)\s+(?=(?:turn|switch|put|open|close|shut|lock)\b)|"
+                            r"^(?:please\s+)?leave\s+(?:the|my|our)\s+[^,;]*?\s+(?:make\s+you\s+)"
+                            r"(?=(?:on|off|turn|switch|open|close|shut)\s)|"   # (Nigerian "please")
                             r"^(?:no,?\s+)?not\s+(?:the|my|our)\s+[^,;.]*[,;.]\s*|"
                             r"^(?:no,?\s+)?not\s+(?:the|my|our)\s+[^,;.]*?\s+(?=(?:just|only)\s)",
                             re.I)
@@ -226,7 +230,9 @@ _SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+"
 _POLITE = re.compile(r"^(?:(?:i\s+)?(?:was\s+)?(?:just\s+)?wonder(?:ing)?\s+if\s+(?:you|u)"
                      r"(?:'d|\s+could|\s+would|\s+might|\s+can)|would\s+you\s+be\s+so\s+kind\s+"
                      r"as\s+to|do\s+you\s+think\s+you\s+(?:could|can)|i'?d\s+be\s+grateful\s+if\s+"
-                     r"you(?:'d|\s+could|\s+would)|i\s+(?:want|need)\s+you\s+to)[,]?\s+"
+                     r"you(?:'d|\s+could|\s+would)|i\s+(?:want|need)\s+you\s+to|"
+                     r"make\s+you(?=\s+(?:on|off|set|put|turn|switch|open|close|add|play|"
+                     r"lock|unlock|start|stop|pause|cancel)\b))[,]?\s+"   # ("make you set ...")
                      r"(?:please\s+|just\s+)?", re.I)
 
 
@@ -251,6 +257,11 @@ def _minded(text: str) -> str:
     return _GERUNDS[verb] + said[m.end():] if m and verb in _GERUNDS else text
 
 
+# a device spared after the command, no comma heard ("close the kitchen window leave the
+# back door")
+_NOT_BEFORE_LEAVE = frozenset(("i", "we", "you", "they", "he", "she", "did", "to", "not",
+                               "dont", "please", "should", "will", "can", "could", "would"))
+_LEFT_AFTER = re.compile(r"\s+(?:and\s+|but\s+)?leave\s+(?:the|my|our)\s+[^,;.!]*[.!]?$", re.I)
 # a device left as it is, then what to do to it ("leave the telly on but mute it")
 _LEFT_BUT = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+(?P<obj>(?:the|my|our)\s+[^,;]*?)\s+"
                        r"(?:on|off|open|closed|running|going)\s*,?\s*(?:and|but)\s+"
@@ -265,6 +276,12 @@ def commanded(text: str) -> str:
         text = f"{left['rest']}{left['obj']}{left['after']}"
     text = _HESITATION_IN.sub(" ", _HESITATED.sub("", text))
     bare = _SPARED_BEFORE.sub("", _SPARED.sub("", _minded(_POLITE.sub("", text))))
+    left = _LEFT_AFTER.search(bare)
+    at = left.start() if left else 0
+    before = re.findall(r"[a-z]+", bare[:at].lower())
+    if before and set(before) & COMMAND_VERBS and before[-1] not in _NOT_BEFORE_LEAVE:
+        bare = bare[:at]    # "close the kitchen window leave the back door" (not
+        # "hang on, did i leave the tilt door open")
     bare = _REASON_AFTER.sub("", bare)
     return _REASON_BEFORE.sub("", bare) or text
 
@@ -340,7 +357,10 @@ def told(masked: list[str]) -> bool:
         any(a in REPORTED and b in ("we", "you", "i") and c in _OUGHT
             for a, b, c in zip(said, said[1:], said[2:], strict=False)) \
         and said[0] not in COMMAND_VERBS | BEFORE_REQUEST or \
-        bool(_SOMEDAY.search(" ".join(said))) or \
+        bool(_SOMEDAY.search(" ".join(said))) or any(
+            a == "left" and b in _WHOSE and k > 0 and said[k - 1] not in
+            COMMAND_VERBS | BEFORE_REQUEST | DETERMINERS
+            for k, (a, b) in enumerate(zip(said, said[1:], strict=False))) or \
         any(a in _BUSY and b == "after" and c.endswith("ing")     # "i'm after turning it off"
             for a, b, c in zip(said, said[1:], said[2:], strict=False))
 
@@ -354,6 +374,8 @@ _BUSY = frozenset(("im", "were", "hes", "shes", "theyre", "youre", "i", "we"))
 # what someone said should be done ("our kid says we should lock the back door at night";
 # not "mum said i get 20 minutes on the xbox, set a timer")
 _OUGHT = frozenset(("should", "must", "ought", "need", "have", "shouldnt", "mustnt"))
+# "priya left the ranchslider open all arvo": what someone left, said of it
+_WHOSE = frozenset(("the", "my", "our", "his", "her", "their", "your"))
 # a plan for no time in particular ("we need to sort the bike shed lock out at some point")
 _SOMEDAY = re.compile(r"\b(?:at some point|one of these days|someday|some day|eventually)\b")
 # what someone likes, said of them ("wilfred likes his blackout shade down in the afternoons"),
