@@ -1721,3 +1721,19 @@ def test_the_air_a_place_said_last_a_device_then_it_and_a_device_left_after_a_co
     # a fan mode said right after "fan mode"
     p = home.parse("fan mode quiet on the upstairs heat pump")
     assert p.slots.get("fan_mode") == "quiet" or not p.accepted
+
+
+def test_the_right_one_a_robot_told_to_go_and_what_others_want_to_do(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("garden", "garage"), (),
+        {"left garage door": "cover", "right garage door": "cover", "robot hoover": "vacuum",
+         "mowbot": "lawn_mower"}))
+    # "no, the right one": the right one of the kind corrected
+    p = home.parse("open the left garage door, no, the right one")
+    assert not (p.accepted and p.slots.get("name") == "left garage door")
+    # "go" alone sends a robot to work, "go home" back
+    p = home.parse("robot hoover go")
+    assert not (p.accepted and p.intent == "HassVacuumReturnToBase")
+    # what others want to do, said after a command, is why
+    p = home.parse("mowbot go home, kids want to play football on garden")
+    assert not (p.accepted and p.intent == "HassMediaSearchAndPlay")

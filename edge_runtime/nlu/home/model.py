@@ -691,9 +691,10 @@ class HomeModel:
         stated = told(said_last) or remark and ["off", "to"] in (
             said_last[i:i + 2] for i in range(len(said_last))) or \
             told(HomeLists.mask(said_last, self.lists.matches(said_last))) or \
-            not_wanted(said_last) or said_last[:2] == ["want", "to"] or said_last[0] == "wanna"
+            not_wanted(said_last) or said_last[:2] == ["want", "to"] or said_last[0] == "wanna" \
+            or said_last[1 + (said_last[:1] == ["the"]):][:2] in (["want", "to"], ["wants", "to"])
         # ("..., the kettle's boiled", "..., don't want ...", "on the tv, want to catch the
-        # news": why, its subject left out)
+        # news": why, its subject left out; "mowbot go home, kids want to play football")
         contracted = "'" in clauses[-1].split()[0]      # "we're ...", not "were ..."
         if (stated or set(said_last) & REPORTED or remark) and \
                 (said_last[0] not in QUESTION_STARTS or contracted) and \
@@ -894,6 +895,13 @@ class HomeModel:
                     after[-1] in self._colors:
                 return " ".join([*before[:-1], after[-1]])   # "... orange, no, pink"
             said, meant = self.lists.matches(before), self.lists.matches(after)
+            if said and not meant and after[-1:] == ["one"]:
+                # "open the left garage door, no, the right one": the right garage door
+                m = said[-1]
+                kind = before[m.start + 1:m.end]
+                other = [*after[:-1], *kind]
+                if kind and self.lists.matches(other):
+                    after, meant = other, self.lists.matches(other)
             if said and meant and leading_word(after) in COMMAND_VERBS:
                 return " ".join(after)     # "open the garage door, no sorry, unlock the barn door"
             if said and meant:
@@ -1147,9 +1155,10 @@ class HomeModel:
                 intent = "HassTurnOn" if "open" in verbs else "HassTurnOff"
             if intent == "HassGetState" and slots.get("state") in _OPEN_AS:
                 slots["state"] = _OPEN_AS[slots["state"]]
-        if intent in _SENT_BACK and kind == _SENT_BACK[intent][0] and "on" in masked and \
-                not set(masked) & _BACK_HOME:
-            intent = _SENT_BACK[intent][1]   # "put the robot hoover on while we're out"
+        if intent in _SENT_BACK and kind == _SENT_BACK[intent][0] and \
+                ("on" in masked or masked[-1:] == ["go"]) and not set(masked) & _BACK_HOME:
+            intent = _SENT_BACK[intent][1]   # "put the robot hoover on while we're out",
+            # "robot hoover go"
         if kind == "lock" and intent == "HassGetState" and slots.get("state") in _LOCK_AS:
             slots["state"] = _LOCK_AS[slots["state"]]   # "is the apartment door closed?"
         if intent == "HassGetState" and not question and "name" in slots and \
