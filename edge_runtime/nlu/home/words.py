@@ -351,16 +351,7 @@ def told(masked: list[str]) -> bool:
         first not in BEFORE_REQUEST | COMMAND_VERBS and then in _DID_TO or \
         bool(PAST.intersection(masked)) or _said_of(masked) or _done_before(masked) or \
         _others_said(masked) or _so_said(said) or _NOT_NEEDED.match(" ".join(said)) is not None or \
-        any(w in _PREFERS for w in said[1:3]) and said[0] not in COMMAND_VERBS | BEFORE_REQUEST or \
-        said[1:2] and said[1] in _HABITUALLY and said[2:3] and said[2].endswith("s") and \
-        said[0] not in COMMAND_VERBS | BEFORE_REQUEST or \
-        any(a in REPORTED and b in ("we", "you", "i") and c in _OUGHT
-            for a, b, c in zip(said, said[1:], said[2:], strict=False)) \
-        and said[0] not in COMMAND_VERBS | BEFORE_REQUEST or \
-        bool(_SOMEDAY.search(" ".join(said))) or any(
-            a == "left" and b in _WHOSE and k > 0 and said[k - 1] not in
-            COMMAND_VERBS | BEFORE_REQUEST | DETERMINERS
-            for k, (a, b) in enumerate(zip(said, said[1:], strict=False))) or \
+        _of_people(said) or \
         any(a in _BUSY and b == "after" and c.endswith("ing")     # "i'm after turning it off"
             for a, b, c in zip(said, said[1:], said[2:], strict=False))
 
@@ -415,6 +406,24 @@ def _others_said(masked: list[str]) -> bool:
                if said[i] in ("is", "are", "s", "re", "was", "were", "wants", "needs")), None)
     return be is not None and be + 1 < len(said) and \
         not set(said[be:]) & (COMMAND_VERBS | BEFORE_REQUEST)   # (no request after it)
+
+
+def _of_people(said: list[str]) -> bool:
+    """What someone likes ("wilfred likes his blackout shade down in the afternoons"), always
+    does ("tom always forgets to lock the bike room door"), says should be done ("our kid says
+    we should lock the back door at night") or left ("priya left the ranchslider open all
+    arvo"), and a plan for some day ("... at some point"): said, not asked for."""
+    if _SOMEDAY.search(" ".join(said)) or any(
+            a == "left" and b in _WHOSE and k > 0 and
+            said[k - 1] not in COMMAND_VERBS | BEFORE_REQUEST | DETERMINERS
+            for k, (a, b) in enumerate(zip(said, said[1:], strict=False))):
+        return True
+    if len(said) < 3 or said[0] in COMMAND_VERBS | BEFORE_REQUEST:
+        return False
+    return any(w in _PREFERS for w in said[1:3]) or \
+        said[1] in _HABITUALLY and said[2].endswith("s") or \
+        any(a in REPORTED and b in ("we", "you", "i") and c in _OUGHT
+            for a, b, c in zip(said, said[1:], said[2:], strict=False))
 
 
 def _so_said(said: list[str]) -> bool:
