@@ -1737,3 +1737,13 @@ def test_the_right_one_a_robot_told_to_go_and_what_others_want_to_do(model: Home
     # what others want to do, said after a command, is why
     p = home.parse("mowbot go home, kids want to play football on garden")
     assert not (p.accepted and p.intent == "HassMediaSearchAndPlay")
+
+
+def test_a_word_alone_cancels_no_timer_and_empty_input_reads_as_nothing(
+        model: HomeModel) -> None:
+    home = model.with_lists(HOME)
+    for said in ("all", "timer", "the timer"):
+        p = home.parse(said)
+        assert not (p.accepted and p.intent in ("HassCancelTimer", "HassCancelAllTimers")), said
+    for said in ("", "   ", ",", ", , ,", "i mean"):
+        assert not home.parse(said).accepted, said

@@ -878,7 +878,7 @@ class HomeModel:
         if fixed is not None:
             return fixed
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
-        last = normalize_text(clauses[-1]).split()
+        last = normalize_text(clauses[-1]).split() if clauses else []
         if len(clauses) > 1 and len(last) > 2 and last[-2:] in (["i", "mean"], ["i", "meant"]):
             # "make it 73 in the bedroom, on the bedroom thermostat i mean": said after
             text = ", ".join([*clauses[:-1], "i mean " + " ".join(last[:-2])])
@@ -1301,6 +1301,9 @@ class HomeModel:
         if not missing and intent == "HassGetWeather" and not question and \
                 (masked[:1] == ["its"] or masked[:2] == ["it", "is"]):
             missing = ("name",)      # "it's nithering out there today": said, not asked
+        if not missing and intent in ("HassCancelTimer", "HassCancelAllTimers") and \
+                len([w for w in masked if w not in DETERMINERS | _TIMER_WORDS]) == 0:
+            missing = ("timer",)       # "all", "timer": no word says to cancel anything
         if not missing and intent in _SAY_TIMER and not set(masked) & _TIMER_WORDS:
             missing = ("timer",)       # "pause this": the music, or a timer?
         for key in FREE_SLOTS:
