@@ -1747,3 +1747,18 @@ def test_a_word_alone_cancels_no_timer_and_empty_input_reads_as_nothing(
         assert not (p.accepted and p.intent in ("HassCancelTimer", "HassCancelAllTimers")), said
     for said in ("", "   ", ",", ", , ,", "i mean"):
         assert not home.parse(said).accepted, said
+
+
+def test_word_salad_and_stray_punctuation_never_raise(model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("kitchen", "garden"), (), {"snow melt mat": "switch", "heated seat": "switch",
+                                    "costco list": "todo", "robot hoover": "vacuum"}))
+    assert not home.parse("my air in, -").accepted      # a clause of punctuation alone
+    words = ("the a my on off turn lock all timer cancel i mean no right one left leave make "
+             "you play show album list add it put in to for called named fan mode quiet air "
+             "down 20 twenty , . ? ' - ! ; snow mat heated seat costco cross kids want go home "
+             "robot hoover please dear er excuse me kindly says we should always likes").split()
+    rng = random.Random(11)
+    for _ in range(2000):
+        said = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+        home.parse(said.replace(" ,", ",").replace(" .", "."))     # no exception

@@ -656,7 +656,7 @@ class HomeModel:
         if put_off is not None:
             return put_off
         text = _unmarked_clause(text, self._name_words)
-        clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+        clauses = [c for c in _CLAUSE.split(text) if normalize_text(c).split()]
         if len(clauses) > 2:
             # a remark between two clauses is said aside ("open the blackout curtains, it's
             # gone nine, get up": no position 9)
@@ -671,7 +671,7 @@ class HomeModel:
         if len(clauses) > 1 and tuple(normalize_text(clauses[-1]).split()) in TAGS:
             # a question's tag, as its own clause ("..., aren't they?", "..., have I?")
             text = self._tag_asked(" ".join(clauses[:-1])) or text
-            clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+            clauses = [c for c in _CLAUSE.split(text) if normalize_text(c).split()]
         elif len(clauses) == 1:
             words = normalize_text(text).split()
             tag = next((n for n in (2, 1) if len(words) > n + 2 and
@@ -877,7 +877,7 @@ class HomeModel:
         fixed = renumbered(text)
         if fixed is not None:
             return fixed
-        clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+        clauses = [c for c in _CLAUSE.split(text) if normalize_text(c).split()]
         last = normalize_text(clauses[-1]).split() if clauses else []
         if len(clauses) > 1 and len(last) > 2 and last[-2:] in (["i", "mean"], ["i", "meant"]):
             # "make it 73 in the bedroom, on the bedroom thermostat i mean": said after
