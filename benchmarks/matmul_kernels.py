@@ -47,11 +47,10 @@ def _model(k: int, n: int, kind: str) -> bytes:
 def _median_us(model: bytes, rows: int, k: int, threads: int) -> float:
     import onnxruntime as ort
 
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.log_severity_level = 3
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    from edge_runtime.onnx_session import session_options
+
+    # the engine's own settings (threads, no spinning, full graph optimisation)
+    sess = ort.InferenceSession(model, session_options(threads), providers=["CPUExecutionProvider"])
     a = np.random.default_rng(1).random((rows, k), dtype=np.float32)
     for _ in range(5):
         sess.run(None, {"A": a})

@@ -36,12 +36,12 @@ from .reading import (ANNOUNCING, addressed, all_said, announced, announcing, de
 from ..numbers import NUMBER_WORDS
 from .words import (
     ASKS_OF, BACK, BEFORE_REQUEST, BRIGHTNESS_SAID, CLIMATE_WORDS, CLOSING, COMMAND_VERBS,
-    CORRECTIONS, COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FILLERS, FULL, ITEM_SAID,
+    CORRECTIONS, COVER_WORDS, DETERMINERS, DEVICE_WORDS, DOWN, FULL, ITEM_SAID,
     KELVIN_WORDS, KIND_WORDS, LIGHT_WORDS, MAX_SAID_ITEM, MEDIA_ITEMS, MEDIA_WORDS, NEGATIONS,
     NOT_LIGHTS, NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES,
     STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED, UNIT_WORDS,
     UP, WANTED_SAID, as_said, asked, backchannel, commanded, declined, doing_asked, excepted,
-    leading_word, named_kinds, negated, not_wanted, number_word, own_doing, renumbered,
+    lead_at, leading_word, named_kinds, negated, not_wanted, number_word, own_doing, renumbered,
     repair_commands, said_number, said_plainly, told, turned_up_or_down, wished,
     without_particle)
 
@@ -401,7 +401,7 @@ def _unmarked_clause(text: str, inside: frozenset[str] = frozenset()) -> str:
 def _imperative(masked: list[str]) -> bool:
     """Said as a command: a command verb first, or a word and then what it acts on ("crack
     the skylight open"; not "any of our doors unlocked", "the lamp on")."""
-    lead = next((i for i, w in enumerate(masked) if w not in FILLERS), len(masked))
+    lead = lead_at(masked)
     return lead < len(masked) and masked[lead] not in QUESTION_STARTS and (
         masked[lead] in COMMAND_VERBS | _DRAWING or
         masked[lead + 1:lead + 2] in (["the"], ["my"], ["our"]) and
@@ -508,6 +508,8 @@ class HomeModel:
         """``words`` with a name said with a middle word left out ("snow mat open": the Snow
         Melt Mat) or one more word inside ("the heated toilet seat": the Heated Seat) said
         whole, where those words name nothing of the home as they are."""
+        if not self._loose and not self._two_words:
+            return words
         covered = {i for m in self.lists.matches(words) if m.slot == "name"
                    for i in range(m.start, m.end)}
         out: list[str] = []
@@ -555,7 +557,7 @@ class HomeModel:
         dehumidifier refill", "on the shopping list please sparkling water"): said the usual
         way round ("add dehumidifier refill to shopping list"); unchanged otherwise."""
         onto = int(words[:1] in (["on"], ["to"], ["onto"]))     # "on the shopping list: x"
-        start = onto + int(words[onto:onto + 1] in (["the"], ["my"], ["our"]))
+        start = onto + int(bool(_OWNED.intersection(words[onto:onto + 1])))
         m = next((m for m in self.lists.matches(words)
                   if m.domain == "todo" and m.start == start), None)
         if m is None:
@@ -577,10 +579,10 @@ class HomeModel:
         """``found`` without the names said inside what is to be played: before "on/in [the]
         <player>", or after the kind of media ("play the playlist hot tub hits on the sonos
         move": no Hot Tub)."""
-        lead = next((i for i, w in enumerate(words) if w not in BEFORE_REQUEST), len(words))
+        lead = lead_at(words, BEFORE_REQUEST)
         if words[lead:lead + 1] != ["play"]:
             return found
-        at = lead + 1 + int(words[lead + 1:lead + 2] in (["the"], ["my"], ["our"]))
+        at = lead + 1 + int(bool(_OWNED.intersection(words[lead + 1:lead + 2])))
         start = at + 1 if words[at:at + 1] and words[at] in _CLASS_WORDS else 0
         end = next((before for m in found if m.domain == "media_player" and
                     (before := m.start - 1 - int(m.start > 1 and words[m.start - 1] in _OWNED))
@@ -1191,7 +1193,7 @@ class HomeModel:
             slots = {"name": player or slots["name"],
                      **{k: v for k, v in slots.items() if k in ("area", "floor")}}
             intent = "HassTurnOn"
-        lead = next((i for i, w in enumerate(masked) if w not in BEFORE_REQUEST), 0)
+        lead = lead_at(masked, BEFORE_REQUEST)
         if intent == "HassTurnOn" and masked[lead:lead + 1] == ["put"] and \
                 self.lists.names.get(str(slots.get("name"))) == "media_player":
             # "put radio four on the wireless": something to play, on that player ("can you

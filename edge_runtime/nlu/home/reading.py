@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .lists import Match
 from .words import (AS_IT_IS, BEFORE_REQUEST, COMMAND_VERBS, DETERMINERS, DEVICE_WORDS,
-                    LIGHT_WORDS, leading_word, said_number)
+                    LIGHT_WORDS, lead_at, leading_word, said_number)
 
 _TIME_UNITS = frozenset(("hour", "minute", "second"))
 # what asks for every device of a kind ("turn off all the lights", "the whole house")
@@ -232,7 +232,7 @@ def addressed(words: list[str], found: list[Match]) -> list[str]:
     """A command passed on to the device it names ("tell rosie to start cleaning", "have the
     mower start", "ask hamish to clean the kitchen") as said to it: "rosie start cleaning";
     else ``words``."""
-    k = next((i for i, w in enumerate(words) if w not in BEFORE_REQUEST), len(words))
+    k = lead_at(words, BEFORE_REQUEST)
     if k >= len(words) or words[k] not in ("tell", "ask", "get", "have"):
         return words
     named = next((m for m in found if m.slot == "name" and m.start in (k + 1, k + 2)), None)
@@ -283,7 +283,7 @@ def every_lock(masked: list[str]) -> str:
     night": every lock of the home (or of the room said), HassTurnOn to lock and
     HassTurnOff to unlock, as Home Assistant's lock domain takes them; "" when the words say
     no such thing (a device named, no "all", a question, someone's habit)."""
-    lead = next((i for i, w in enumerate(masked) if w not in BEFORE_REQUEST), len(masked))
+    lead = lead_at(masked, BEFORE_REQUEST)
     if lead == len(masked) or masked[lead] not in ("lock", "unlock"):
         return ""
     rest = set(masked[lead + 1:])

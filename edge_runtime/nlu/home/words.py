@@ -83,6 +83,12 @@ def leading_word(masked: list[str]) -> str:
     return next((w for w in masked if w not in FILLERS), "")
 
 
+def lead_at(words: list[str], skip: frozenset[str] | set[str] = FILLERS) -> int:
+    """Where a request begins after the words ``skip`` says nothing of it (its fillers, or
+    ``BEFORE_REQUEST``: "um could you just ..."); ``len(words)`` if it never does."""
+    return next((i for i, w in enumerate(words) if w not in skip), len(words))
+
+
 # "close all the blinds except the blackout blind": no intent says "all but one": asked back
 _EXCEPT = (("except",), ("apart", "from"), ("other", "than"), ("but", "not"))
 
@@ -112,7 +118,7 @@ def negated(masked: list[str]) -> bool:
 def declined(masked: list[str]) -> bool:
     """"no hot tub tonight", "no telly after nine": a thing said not to be had, no verb to
     do anything to it (not "no, turn it off")."""
-    lead = next((i for i, w in enumerate(masked) if w not in FILLERS), len(masked))
+    lead = lead_at(masked)
     return masked[lead:lead + 1] == ["no"] and lead + 1 < len(masked) and \
         (masked[lead + 1].startswith("@") or masked[lead + 1] in DETERMINERS) and \
         not set(masked) & (COMMAND_VERBS | {"on", "off", "up", "down"})
@@ -124,7 +130,7 @@ _WISHES = (["id", "like"], ["i", "would", "like"], ["id", "love"], ["i", "want"]
 
 def wished(masked: list[str]) -> bool:
     """The speaker says how they want something: "i'd like the back door unlocked"."""
-    lead = next((i for i, w in enumerate(masked) if w not in FILLERS), len(masked))
+    lead = lead_at(masked)
     return any(masked[lead:lead + len(w)] == w for w in _WISHES)
 
 
@@ -565,7 +571,7 @@ def repair_commands(words: list[str]) -> list[str]:
                   if words[i] == "is" and words[i + 1] in DONE), 0)
         if k:
             words = [*words[:k], "as", *words[k + 1:]]
-    k = next((i for i, w in enumerate(words) if w not in BEFORE_REQUEST), len(words))
+    k = lead_at(words, BEFORE_REQUEST)
     if words[k:k + 1] in (["turn"], ["switch"]) and words[k + 1:k + 2] == ["of"] and \
             len(words) > k + 2:
         words = [*words[:k + 1], "off", *words[k + 2:]]   # "turn of the reading lamp"
@@ -607,7 +613,7 @@ def said_plainly(words: list[str], names: frozenset[str] = frozenset()) -> list[
     """``words`` with a compound the model never saw said as the words it did ("68 degrees
     fahrenheit": "68 degrees"), but not a word of the home's ``names`` (a thermostat
     called Aircon)."""
-    lead = next((i for i, w in enumerate(words) if w not in BEFORE_REQUEST), len(words))
+    lead = lead_at(words, BEFORE_REQUEST)
     if tuple(words[lead:]) in _WHOLE_AS:
         words = [*words[:lead], *_WHOLE_AS[tuple(words[lead:])]]
     if tuple(words[lead:lead + 2]) in _PHRASAL:     # the request's own verb only
