@@ -1762,3 +1762,26 @@ def test_word_salad_and_stray_punctuation_never_raise(model: HomeModel) -> None:
     for _ in range(2000):
         said = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
         home.parse(said.replace(" ,", ",").replace(" .", "."))     # no exception
+
+
+def test_a_remark_that_changes_the_request_tags_of_the_south_and_what_others_do(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("kids room", "downstairs"), (),
+        {"rgb strip": "light", "geyser": "switch", "porch door": "lock", "ti robot": "vacuum",
+         "kids aircon": "climate", "hall speaker": "media_player"}))
+    # a remark after the request ("going ... on") does not make it another request
+    p = home.parse("make the rgb strip purple, i'm going live on twitch")
+    assert not (p.accepted and p.intent != "HassLightSet")
+    # "just now" is when it was done: said, not asked
+    assert not home.parse("i just now switched off the geyser").accepted
+    # "ain't it" is a question's tag
+    p = home.parse("the porch door's locked, ain't it")
+    assert not (p.accepted and p.intent in ("HassTurnOn", "HassTurnOff"))
+    # what someone else does with his things is said of him
+    assert not home.parse("the guy downstairs plays his music too loud").accepted
+    # a robot put to work starts, never goes home
+    assert home.parse("put the ti robot to work").intent != "HassVacuumReturnToBase"
+    # "the air con in the kids room" is no light of that room
+    p = home.parse("turn on the air con in the kids room")
+    assert not (p.accepted and p.slots.get("domain") == "light")

@@ -708,11 +708,15 @@ class HomeModel:
             if rest.accepted and (not remark or stated or not whole.accepted or
                                   rest.intent == whole.intent and
                                   set(whole.slots) <= set(rest.slots) or
+                                  rest.intent != whole.intent and
+                                  rest.confidence > whole.confidence or
                                   _a_number_in(said_last) and is_action(rest.intent) and
                                   not _a_number_in(normalize_text(" ".join(clauses[:-1]))
                                                    .split())):
                 return rest    # (a number in the remark is the remark's: "aircon on please,
-                # it's thirty five degrees outside")
+                # it's thirty five degrees outside"; a remark that makes the whole another,
+                # less sure request is no part of it: "make the rgb strip purple, i'm going
+                # live on twitch")
             if stated and not rest.accepted and rest.intent == whole.intent:
                 return rest    # "the kettle's tidy now, we fixed it": a statement does not
                 # make a request of what was not one
@@ -1158,9 +1162,11 @@ class HomeModel:
             if intent == "HassGetState" and slots.get("state") in _OPEN_AS:
                 slots["state"] = _OPEN_AS[slots["state"]]
         if intent in _SENT_BACK and kind == _SENT_BACK[intent][0] and \
-                ("on" in masked or masked[-1:] == ["go"]) and not set(masked) & _BACK_HOME:
+                ("on" in masked or masked[-1:] == ["go"] or ["to", "work"] in (
+                    masked[i:i + 2] for i in range(len(masked)))) and \
+                not set(masked) & _BACK_HOME:
             intent = _SENT_BACK[intent][1]   # "put the robot hoover on while we're out",
-            # "robot hoover go"
+            # "robot hoover go", "put the ti-robot to work"
         if kind == "lock" and intent == "HassGetState" and slots.get("state") in _LOCK_AS:
             slots["state"] = _LOCK_AS[slots["state"]]   # "is the apartment door closed?"
         if intent == "HassGetState" and not question and "name" in slots and \
@@ -1268,9 +1274,10 @@ class HomeModel:
                 not set(slots) & {"name", "device_class"} and not set(masked) & COVER_WORDS:
             missing = ("name",)      # "open the skylight in the bunk room": no such cover
         if not missing and slots.get("domain") == "light" and "name" not in slots and \
-                set(masked) & (NOT_LIGHTS | _HEATING | COVER_WORDS) and \
+                set(_aircon(masked)) & (NOT_LIGHTS | _HEATING | COVER_WORDS) and \
                 not set(masked) & (LIGHT_WORDS | _SEEING):
-            missing = ("name",)      # "turn on the dehumidifier in the loft": no such here
+            missing = ("name",)      # "turn on the dehumidifier in the loft", "the air con
+            # in ethan's room": no such here (not the room's lights)
         if not missing and intent in KIND_WORDS and "name" not in slots and \
                 not set(masked) & KIND_WORDS[intent]:
             missing = ("name",)      # "start the dishwasher": not the mower

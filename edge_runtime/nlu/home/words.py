@@ -157,7 +157,7 @@ _NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust",
 # not a polite request ("can you turn the lights on?")
 TAGS = frozenset({("right",), ("yeah",), ("yes",), ("innit",), ("correct",)} | {
     (aux, who) for aux in ("is", "isnt", "are", "arent", "have", "havent", "has", "hasnt", "did",
-                           "didnt", "was", "wasnt", "do", "dont")
+                           "didnt", "was", "wasnt", "do", "dont", "aint")
     for who in ("it", "they", "i", "we", "you", "he", "she")})
 _ASKING = frozenset(("can", "could", "would", "will", "please", "may", "might", "cant", "wont",
                      "lets", "why"))
@@ -378,7 +378,8 @@ _SOMEDAY = re.compile(r"\b(?:at some point|one of these days|someday|some day|ev
 # what someone likes, said of them ("wilfred likes his blackout shade down in the afternoons"),
 # and what anyone always does ("tom always forgets to lock the bike room door")
 _PREFERS = frozenset(("likes", "loves", "prefers", "hates", "enjoys"))
-_ADVERBS = frozenset(("just", "also", "actually", "literally", "only", "finally", "already"))
+_ADVERBS = frozenset(("just", "also", "actually", "literally", "only", "finally", "already",
+                      "now", "earlier", "recently"))      # ("i just now switched off ...")
 # what a device named first does or did: "the lamp flickered", "the fan makes a noise"
 _DOES = frozenset(("says", "said", "make", "makes", "made", "look", "looks", "keeps", "kept",
                    "smells", "sounds",
@@ -389,7 +390,9 @@ _DOES = frozenset(("says", "said", "make", "makes", "made", "look", "looks", "ke
 _OTHERS = frozenset(("neighbours", "neighbors", "neighbour", "neighbor", "kids", "kid", "baby",
                      "children", "child", "guests", "guest", "visitors", "dog", "dogs", "cat",
                      "cats", "wife", "husband", "mum", "mom", "dad", "gran", "granny",
-                     "grandma", "grandpa", "nan", "twins", "mam", "nana", "ma", "pa"))
+                     "grandma", "grandpa", "nan", "twins", "mam", "nana", "ma", "pa", "guy",
+                     "guys", "tenant", "tenants", "roommate", "flatmate", "housemate",
+                     "lodger", "landlord", "landlady"))
 
 
 _HABITUALLY = frozenset(("always", "never", "usually", "often", "sometimes", "keeps"))
@@ -408,6 +411,9 @@ def _others_said(masked: list[str]) -> bool:
     if said[who + 1:who + 2] and said[who + 1] in _HABITUALLY and \
             said[who + 2:who + 3] and said[who + 2].endswith("s"):
         return True            # "mam always leaves the spotlights on": what she does
+    if said[who + 1:who + 2] and said[who + 1].endswith("s") and \
+            said[who + 2:who + 3] and said[who + 2] in ("his", "her", "their"):
+        return True            # "the guy downstairs plays his music too loud"
     be = next((i for i in range(who + 1, min(who + 3, len(said)))
                if said[i] in ("is", "are", "s", "re", "was", "were", "wants", "needs")), None)
     return be is not None and be + 1 < len(said) and \
