@@ -20,6 +20,8 @@ from edge_runtime.nlu.home.reading import remarked  # noqa: E402
 from edge_runtime.nlu.home.free_text import WildText, list_phrase_starts  # noqa: E402
 from edge_runtime.nlu.home.model import HomeModel, HomeModelError  # noqa: E402
 from edge_runtime.nlu.home.serve import CLARIFY, HomeUnderstanding  # noqa: E402
+from edge_runtime.nlu.home.words import told  # noqa: E402
+from edge_runtime.nlu.text import normalize_text  # noqa: E402
 from edge_runtime.nlu.loader import load_intents  # noqa: E402
 
 EVAL_DIR = Path(__file__).resolve().parents[1] / "data" / "hass_eval"
@@ -1785,3 +1787,39 @@ def test_a_remark_that_changes_the_request_tags_of_the_south_and_what_others_do(
     # "the air con in the kids room" is no light of that room
     p = home.parse("turn on the air con in the kids room")
     assert not (p.accepted and p.slots.get("domain") == "light")
+
+
+def test_reasons_heard_with_no_comma_a_list_item_corrected_and_devices_by_one_word(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("kitchen", "garage"), (),
+        {"back door": "lock", "main gate": "lock", "front door": "lock",
+         "driveway gate": "cover", "bedside speaker": "media_player",
+         "bedroom ceiling fan": "fan", "office fan": "fan", "shopping list": "todo"}))
+    # the command, then why, with no comma heard: the why does not change the command
+    p = home.parse("unlock the back door i want to go out and sit on the deck for a while")
+    assert p.accepted and p.intent == "HassTurnOff"
+    p = home.parse("the maxi taxi is here open the driveway gate")
+    assert p.accepted and p.intent == "HassTurnOn"
+    # "four" heard for "for" before a timer's number
+    p = home.parse("set a timer four twenty minutes")
+    assert not (p.accepted and p.slots.get("minutes") == 4)
+    # a list item corrected after a "naw"
+    p = home.parse("add oat milk to the shopping list, naw, semi skimmed milk")
+    assert not (p.accepted and p.slots.get("item") == "oat milk")
+    # "the gate" where one lock ends in it; "the ceiling fan" where one fan says it
+    p = home.parse("is the gate locked?")
+    assert not (p.accepted and p.slots.get("domain") == "lock")
+    p = home.parse("set the ceiling fan to seventy five percent")
+    assert not (p.accepted and "name" not in p.slots)
+    # "no need to on the AC" and a remark after it: nothing to do, nothing asked
+    assert not home.parse("no need to on the AC, the weather is cool today").accepted
+
+
+def test_a_part_of_a_device_running_low_and_someone_next_door_are_said_of_them() -> None:
+    home = HomeLists(("kitchen",), (), {"back door": "lock"})
+    for said in ("the back door battery is running low", "the back door is running low",
+                 "the guy next door plays his music too loud",
+                 "the guy downstairs plays his music too loud"):
+        words = normalize_text(said).split()
+        assert told(home.mask(words, home.matches(words))), said

@@ -13,6 +13,7 @@ well under a millisecond for a short command.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -41,8 +42,8 @@ from .words import (
     NOT_LIGHTS, NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES,
     STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED, UNIT_WORDS,
     UP, WANTED_SAID, as_said, asked, backchannel, commanded, declined, doing_asked, excepted,
-    lead_at, leading_word, named_kinds, negated, not_wanted, number_word, own_doing, renumbered,
-    repair_commands, said_number, said_plainly, told, turned_up_or_down, wished,
+    four_for, lead_at, leading_word, named_kinds, negated, not_wanted, number_word, own_doing,
+    renumbered, repair_commands, said_number, said_plainly, told, turned_up_or_down, wished,
     without_particle)
 
 
@@ -166,7 +167,7 @@ _OWN_NAMES = frozenset(("HassStartTimer", "HassCancelTimer", "HassIncreaseTimer"
 # climate's own words, not a light's ("color temperature")
 _HEATING = CLIMATE_WORDS - {"temperature", "temp", "degrees"}
 # the verbs of a request for something to play or hear ("play gardeners question time")
-_TO_PLAY = frozenset(("play", "put", "stream", "listen"))
+_TO_PLAY = frozenset(("play", "put", "stream", "listen", "stick", "bung", "pop"))
 # what begins the part of a request said instead ("don't open the big one, just the small one")
 _INSTEAD = frozenset(("just", "only", "but", "instead"))
 # what a media player does, and the devices that are not one: a player's intent on a lamp
@@ -376,6 +377,30 @@ _NO_CLAUSE_BEFORE = BEFORE_REQUEST | NEGATIONS | frozenset((
     # (the verb another verb takes: "i was gonna turn on the track lights but whatever")
 
 
+# a reason said after a command: who, then what they want or do ("..., i want to go out")
+_SPEAKERS = frozenset(("i", "we", "im", "were", "ive", "weve"))
+_REMARKED = frozenset(("want", "wanna", "need", "have", "got", "gotta", "cant", "am", "are",
+                       "just", "think", "dont", "m", "re", "going", "gonna", "off"))
+_JOINING = frozenset(("when", "if", "so", "because", "cause", "cos", "as", "and", "but",
+                      "that", "until", "till", "before", "after", "while", "where", "or",
+                      "than", "what", "which", "once", "since", "unless", "whether"))
+_COPULAS = frozenset(("is", "are", "was", "were", "s", "be", "been"))
+# who a remark after a command is about ("..., some of us have a lecture at nine")
+_PEOPLE_SAID = _SUBJECTS | frozenset(("us", "you", "me", "he", "she", "they", "them", "him",
+                                      "her", "some", "everyone", "somebody", "someone"))
+# the domains a device may be asked about by the last word of its name, and each one's own
+# words (which say the whole kind: "are the locks locked")
+_KIND_SAID = {"lock": frozenset(("lock", "locks")), "fan": frozenset(("fan", "fans")),
+              "switch": frozenset(("switch", "switches", "plug", "plugs", "socket"))}
+_WHICH_ONE = [[w] for w in ("from", "of", "in", "on", "at", "by", "near", "next", "to")]
+# a list request's verbs, and what adds to its item instead of correcting it ("..., and eggs")
+_ADDING = frozenset(("add", "put", "stick", "pop"))
+_MORE_ITEMS = frozenset(("and", "also", "plus", "too", "as", "with"))
+# what begins a clause that says how much of the command before it ("..., say twenty percent")
+_HOW_MUCH = frozenset(("say", "about", "around", "maybe", "like", "roughly", "to", "at", "by",
+                       "just", "only", "approximately"))
+
+
 def _unmarked_clause(text: str, inside: frozenset[str] = frozenset()) -> str:
     """``text`` with a comma put where a command begins after a remark that no comma ends
     ("the dog's barking at something out there turn on the flood light"), as a recognizer
@@ -386,12 +411,22 @@ def _unmarked_clause(text: str, inside: frozenset[str] = frozenset()) -> str:
         return text
     raw = text.split()
     said = [normalize_text(t) for t in raw]
+    if said and said[0] in COMMAND_VERBS:
+        # the command, then why, with no comma heard ("unlock the back door i want to go
+        # out and sit on the deck for a while")
+        for i in range(3, len(said) - 2):
+            if said[i] in _SPEAKERS and said[i + 1] in _REMARKED and \
+                    said[i - 1].isalpha() and said[i - 1] not in _JOINING:
+                return " ".join(raw[:i]) + ", " + " ".join(raw[i:])
+        return text
+    described = said[:1] in (["the"], ["my"], ["our"]) and bool(_COPULAS & set(said[1:5]))
     if not said or said[0] in QUESTION_STARTS and not (said[0] == "were" and "'" in raw[0]) or \
-            said[0] in COMMAND_VERBS | _LIST_VERBS or \
-            said[0] not in REMARKING and not any("'" in t for t in raw[:3]):
-        return text      # (only after a remark: "we're ...", "the dog's ...", "i ...")
+            said[0] in _LIST_VERBS or \
+            said[0] not in REMARKING and not any("'" in t for t in raw[:3]) and not described:
+        return text      # (only after a remark: "we're ...", "the dog's ...", "i ...", "the
+        # maxi taxi is here ...")
     for i in range(2, len(raw) - 1):
-        if said[i] in _CLAUSE_VERBS and said[i - 1] not in _NO_CLAUSE_BEFORE and \
+        if said[i] in _CLAUSE_VERBS and said[i - 1] not in _NO_CLAUSE_BEFORE | _COPULAS and \
                 said[i - 1].isalpha() and not said_number(said[i - 1]) and \
                 not {said[i - 1], said[i]} <= inside:    # (not inside "the bike shed lock")
             return " ".join(raw[:i]) + ", " + " ".join(raw[i:])
@@ -638,7 +673,7 @@ class HomeModel:
         command comes last, after what it is about, and the last clause wins when it alone
         is a clear action and the whole is not, or is another request less surely; else a
         first clause that is a command wins over a whole that acts on nothing."""
-        bare = commanded(without_particle(text))
+        bare = commanded(without_particle(four_for(text)))
         corrected = self._corrected(bare)
         if corrected is None:              # corrected to something not heard: asked back
             return replace(self._parse(bare), accepted=False, missing=("name",))
@@ -687,6 +722,10 @@ class HomeModel:
         said_last = normalize_text(clauses[-1]).split()
         if negated(normalize_text(clauses[0]).split()) and said_last[0] not in _INSTEAD and \
                 not set(said_last) & COMMAND_VERBS and not self.lists.matches(said_last):
+            if whole.accepted and not is_action(whole.intent) and \
+                    said_last[0] not in QUESTION_STARTS and not asked(clauses[-1], said_last):
+                return replace(whole, accepted=False)   # "no need to on the AC, the weather
+                # is cool today": nothing to do, and nothing asked
             return whole           # "don't turn on the spa, it's way too hot for it"
         remark = said_last[0] in REMARKING and not set(said_last) & COMMAND_VERBS
         # (where the speaker goes is said, not asked: "..., we're off to bed")
@@ -740,6 +779,14 @@ class HomeModel:
             if first.accepted and is_action(first.intent):
                 return first   # "mute the decoder, these adverts are too loud": the command
                 # said first, then why (its "too loud" no request of its own)
+        if len(clauses) == 2 and leading_word(said_first) in COMMAND_VERBS and \
+                len(said_last) > 3 and not set(said_last) & COMMAND_VERBS and \
+                set(said_last) & _PEOPLE_SAID and _a_number_in(said_last) and \
+                not _a_number_in(said_first) and not self.lists.matches(said_last):
+            first = self._parse(clauses[0])
+            if first.accepted and first.intent == whole.intent:
+                return first   # "turn down the bedside speaker, kirsty some of us have a
+                # lecture at nine": the number is the remark's
         if last.accepted and is_action(last.intent) and (
                 not whole.accepted or last.intent == whole.intent
                 or last.confidence > whole.confidence) and not (
@@ -775,8 +822,10 @@ class HomeModel:
             first = self._parse(clauses[0])
             if said and (said[0] in COMMAND_VERBS | {"keep"} or
                          said[-1] in TURNED | OPENING | CLOSING) \
-                    and first.accepted and is_action(first.intent):
-                return first
+                    and first.accepted and is_action(first.intent) and \
+                    not (said_last[0] in _HOW_MUCH and _a_number_in(said_last)):
+                return first   # (not "open the blind a small bit, say twenty percent": how
+                # far is said last)
         if said and said[0] in QUESTION_STARTS and not is_action(whole.intent) and \
                 not asked(clauses[-1], normalize_text(clauses[-1]).split()):
             # "what's the date, i need it for the school form": the question, then why
@@ -919,12 +968,44 @@ class HomeModel:
                     end += 1       # ("..., no wait, the attic fans": the attic's fans)
                 return " ".join([*before[:m.start], *after[c.start:end], *before[m.end:]])
             plain = [w for w in after if w not in DETERMINERS]
+            if not meant and 1 <= len(plain) <= 4 and after[0] not in _MORE_ITEMS and \
+                    leading_word(before) in _ADDING:
+                item = self._added_item(before)
+                if item:     # "add oat milk to the shopping list, naw, semi skimmed milk"
+                    return " ".join([*before[:item[0]], *after, *before[item[1]:]])
             if said and not meant and 1 <= len(plain) <= 3 and plain[-1] in _TIMER_WORDS:
                 m = said[-1]         # "pause the telly, no, the (tattie) timer": the timer
                 return " ".join([*before[:m.start], *after, *before[m.end:]])
             if said and marker in SURE_CORRECTIONS and any(w not in DETERMINERS for w in after):
                 return None
         return text
+
+    def _one_so_called(self, domain: str, masked: list[str]) -> str | None:
+        """The one device of ``domain`` whose name ends in a word said after "the" (not the
+        domain's own words: "the gate" for the lock Main Gate), if only one such device."""
+        said = {masked[i] for i in range(1, len(masked)) if masked[i - 1] in _OWNED and
+                masked[i].isalpha() and masked[i] not in _KIND_SAID[domain] and
+                masked[i + 1:i + 2] not in _WHICH_ONE}     # (not "the door from the garage")
+        ones = [n for n, d in self.lists.names.items()
+                if d == domain and normalize_text(n).split()[-1:][0] in said]
+        return ones[0] if len(ones) == 1 else None
+
+    def _fans_so_called(self, masked: list[str]) -> list[str]:
+        """The home's fans whose names say the word said right before "fan" ("the ceiling
+        fan": Bedroom Ceiling Fan); none when no such word is said."""
+        said = {masked[i - 1] for i in range(1, len(masked)) if masked[i] in ("fan", "fans")
+                and masked[i - 1].isalpha() and masked[i - 1] not in DETERMINERS | {"speed"}}
+        return [n for n, d in self.lists.names.items() if d == "fan" and any(
+            a in said and b == "fan" for a, b in itertools.pairwise(normalize_text(n).split()))]
+
+    def _added_item(self, words: list[str]) -> tuple[int, int] | None:
+        """Where in ``words`` (a request to add to a list) the item is said: [start, end)."""
+        p = self._parse(" ".join(words))
+        if p.intent not in ("HassShoppingListAddItem", "HassListAddItem") or not p.accepted:
+            return None
+        item = normalize_text(str(p.slots.get("item", ""))).split()
+        return next(((i, i + len(item)) for i in range(len(words) - len(item) + 1)
+                     if item and words[i:i + len(item)] == item), None)
 
     def _bare_item(self, clause: str) -> str:
         """A clause that only names a thing ("rotisserie chicken, costco list cross it off"):
@@ -1234,6 +1315,11 @@ class HomeModel:
             if isinstance(level, (int, float)) and not 0 <= level <= 100:
                 del slots[key]            # asked back: a percentage ("brightness 4000")
         slots.update(fixed)
+        if intent in _ON_OFF_ASKED and slots.get("domain") in _KIND_SAID and \
+                not set(slots) & {"name", "area", "floor", "device_class"}:
+            one = self._one_so_called(str(slots["domain"]), masked)
+            if one:          # "is the gate locked?" where the one lock called so is Main Gate
+                slots = {**{k: v for k, v in slots.items() if k != "domain"}, "name": one}
         need = REQUIRED.get(intent, ())
         missing = need if need and not any(k in slots for k in need) else ()
         # an action on no device or area, with a word never seen: a misheard name? asked back
@@ -1258,6 +1344,13 @@ class HomeModel:
         if not missing and intent in NEEDS_DOMAIN and \
                 NEEDS_DOMAIN[intent] not in self.lists.names.values():
             missing = ("name",)      # no such device in this home
+        if not missing and intent == "HassFanSetSpeed" and \
+                not set(slots) & {"name", "area", "floor"}:
+            fans = self._fans_so_called(masked)
+            if len(fans) == 1:       # "set the ceiling fan to 75 percent": the Bedroom Ceiling
+                slots["name"] = fans[0]      # Fan ("fan speed to 51": the fans here)
+            elif fans:
+                missing = ("name",)
         if not missing and self.lists.names and "name" not in slots and \
                 slots.get("domain") and slots["domain"] not in self.lists.names.values():
             missing = ("name",)      # "turn on the ceiling fan in the bedroom": no fan here

@@ -110,9 +110,11 @@ def negated(masked: list[str]) -> bool:
     can't see, turn the lights on")."""
     return any(w in NEGATIONS and (any(v in _NEGATED_VERBS for v in masked[i + 1:i + 5]) or
                                    w in ("dont", "not", "never") and
-                                   masked[i + 1:i + 2] in (["on"], ["off"]))
+                                   masked[i + 1:i + 2] in (["on"], ["off"]) or
+                                   any(masked[j:j + 2] in (["to", "on"], ["to", "off"])
+                                       for j in range(i + 1, i + 4)))
                for i, w in enumerate(masked))   # ("don't off the floodlight yet", "abeg do
-    # not off the inverter")
+    # not off the inverter", "no need to on the AC")
 
 
 def declined(masked: list[str]) -> bool:
@@ -274,6 +276,17 @@ _LEFT_BUT = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+(?P<obj>(?:the|my|our)\
                        r"(?P<rest>.*?)\b(?:it|them)\b(?P<after>.*)$", re.I)
 
 
+# "set a timer four twenty minutes": "for" heard as "four" before the timer's own number
+_NUMBER_SAID = "|".join(sorted(w for w in NUMBER_WORDS if w.isalpha()))
+_FOUR_FOR = re.compile(rf"\b(timer|alarm)\s+(?:four|fore)\s+(?=(?:\d+|{_NUMBER_SAID})\b)",
+                       re.IGNORECASE)
+
+
+def four_for(text: str) -> str:
+    """``text`` with "for" where a recognizer wrote "four" between "timer" and its number."""
+    return _FOUR_FOR.sub(lambda m: f"{m.group(1)} for ", text)
+
+
 def commanded(text: str) -> str:
     """``text`` without the clause that spares a device or the reason around the command, and
     without the hesitations and the long way round before it and thanks after it."""
@@ -411,8 +424,11 @@ def _others_said(masked: list[str]) -> bool:
     if said[who + 1:who + 2] and said[who + 1] in _HABITUALLY and \
             said[who + 2:who + 3] and said[who + 2].endswith("s"):
         return True            # "mam always leaves the spotlights on": what she does
-    if said[who + 1:who + 2] and said[who + 1].endswith("s") and \
-            said[who + 2:who + 3] and said[who + 2] in ("his", "her", "their"):
+    does = who + 1 + int(said[who + 1:who + 2] in (["downstairs"], ["upstairs"], ["next"]))
+    if said[does:does + 1] == ["door"]:
+        does += 1              # ("the guy next door ...")
+    if said[does:does + 1] and said[does].endswith("s") and \
+            said[does + 1:does + 2] and said[does + 1] in ("his", "her", "their"):
         return True            # "the guy downstairs plays his music too loud"
     be = next((i for i in range(who + 1, min(who + 3, len(said)))
                if said[i] in ("is", "are", "s", "re", "was", "were", "wants", "needs")), None)
@@ -456,6 +472,8 @@ def _said_of(masked: list[str]) -> bool:
         i += 1
     if i < len(masked) and masked[i] in DEVICE_WORDS and masked[i - 1] == "@area":
         i += 1                     # a device by its room
+    if i < len(masked) and masked[i] in _PARTS:
+        i += 1                     # "the front deadbolt battery is running low"
     while masked and masked[-1] in ("now", "again", "though", "anyway", "today"):
         masked = masked[:-1]       # "the kettle's tidy now"
     copula = i < len(masked) and masked[i] in ("s", "is", "are")
@@ -468,6 +486,8 @@ def _said_of(masked: list[str]) -> bool:
     if copula and len(verb) > 5 and verb.endswith("ing") and verb not in STATES and \
             verb not in ("getting", "going"):
         return True                # "the yard gate is hanging off its hinges"
+    if copula and verb in RUNNING and masked[i + 1:i + 2] in (["low"], ["out"]):
+        return True                # "the deadbolt is running low"
     return verb in _DOES or len(verb) > 4 and verb.endswith("ed") and \
         verb not in STATE_OF_VERB.values() and verb not in ("opened",) or \
         verb in _HAPPENS                # "the shed door sticks when it's cold"
@@ -476,6 +496,9 @@ def _said_of(masked: list[str]) -> bool:
 # the last word of "the <device>'s X" that asks or asks for something ("the fan's on?")
 _STATED = STATES | frozenset(("out", "loud", "quiet", "bright", "dark", "dim", "hot", "cold",
                               "warm", "done", "finished", "ready", "empty", "full"))
+# a part of a device, said of ("the doorbell battery is flat")
+_PARTS = frozenset(("battery", "batteries", "bulb", "bulbs", "filter", "remote", "motor",
+                    "sensor", "hinge", "hinges", "handle", "plug", "cable", "cord"))
 # what a device does by itself, said of it
 _HAPPENS = frozenset(("sticks", "squeaks", "rattles", "leaks", "beeps", "flickers", "buzzes",
                       "hums", "works", "breaks", "jams", "drips", "clicks", "wobbles", "stinks"))
