@@ -1,7 +1,7 @@
 """Local LLM benchmark: this engine vs llama.cpp on the same GGUF, side by side.
 
     edge-runtime bench llm [--model NAME] [--gguf PATH] [--model-dir DIR] [--threads 2]
-                           [--spin-us 0] [--runs 7] [--decode-tokens 64] [--batching 1,2,4,8,16]
+                           [--spin-us -1] [--runs 7] [--decode-tokens 64] [--batching 1,2,4,8,16]
                            [--batch-seconds 8] [--no-llama-cpp]
                            [--llama-policy both|passive|spin] [--no-fidelity] [--json]
 
@@ -38,6 +38,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from edge_runtime.onnx_session import resolve_spin
 
 HERE = Path(__file__).resolve().parent
 SYSTEM = ("You are a helpful voice assistant. Answer in one to three short, plain sentences "
@@ -280,9 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gguf", type=Path, help="default: the model's pulled GGUF")
     ap.add_argument("--model-dir", type=Path, help="default: the model's built ONNX directory")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--spin-us", type=int, default=0,
+    ap.add_argument("--spin-us", type=int, default=-1,
                     help="our engine's llm.spin_us: intra-op threads busy-wait up to this many "
-                         "microseconds for the next op (0 = sleep, the config default)")
+                         "microseconds for the next op (0 = sleep; -1 = auto, the config "
+                         "default: as the daemon resolves it on this machine)")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--batching", default="1,2,4,8,16",
@@ -298,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-fidelity", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    args.spin_us = resolve_spin(args.spin_us, args.threads)     # auto: as the daemon would
     args.batching = [int(x) for x in args.batching.split(",") if x.strip()]
     if args.gguf is None or args.model_dir is None:
         gguf, model_dir = _default_paths(args.model)

@@ -116,9 +116,11 @@ class LlmConfig:
                                        # the Orin Nano)
     stuck_after_s: float = 300.0       # a generation running longer is a stuck LLM thread:
                                        # the systemd watchdog ping stops (restart); 0 = off
-    spin_us: int = 0                   # >0: intra-op threads busy-wait up to this many us for
-                                       # the next op (faster on an idle box; 0 = sleep, the
-                                       # safe choice when ASR/TTS share the cores)
+    spin_us: int = -1                  # >0: intra-op threads busy-wait up to this many us for
+                                       # the next op (faster on an idle box); 0 = sleep (the
+                                       # safe choice when ASR/TTS share the cores); -1 = auto:
+                                       # 200 when the process has more cores than LLM threads,
+                                       # else 0 (onnx_session.resolve_spin)
     max_new_tokens: int = _Gen.max_new_tokens   # sampling defaults: types.GenerationParams
     temperature: float = _Gen.temperature
     top_p: float = _Gen.top_p
@@ -355,7 +357,8 @@ class Config:
         _check(self.llm.repetition_penalty >= 1.0, "llm.repetition_penalty", "must be >= 1.0")
         _check(self.llm.threads >= 0, "llm.threads", "must be >= 0 (0 = the device profile's)")
         _check(self.llm.stuck_after_s >= 0, "llm.stuck_after_s", "must be >= 0 (0 = off)")
-        _check(0 <= self.llm.spin_us <= 100_000, "llm.spin_us", "must be 0..100000 (microseconds)")
+        _check(-1 <= self.llm.spin_us <= 100_000, "llm.spin_us",
+               "must be 0..100000 (microseconds), or -1 (auto)")
         _check(self.llm.backend in ("onnx", "llama_cpp"), "llm.backend",
                "must be onnx or llama_cpp")
         _check(self.llm.accuracy_level in (1, 4), "llm.accuracy_level", "must be 1 or 4")

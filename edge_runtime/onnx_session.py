@@ -3,12 +3,14 @@
 Every session gets the same explicit settings: ``threads`` intra-op threads, one inter-op
 thread, sequential execution, full graph optimisation, warnings-only logging, and **no
 busy-waiting** between ops (``session.intra_op.allow_spinning = 0``; on a 2-core box shared
-by ASR, TTS and the LLM, spinning threads made LLM decoding 1.5-2x slower: 26-33 vs
-16-19 ms/token at load average 4.6). A file that onnxruntime cannot load raises
-:class:`~edge_runtime.errors.ModelLoadError` naming the file and the stage.
+by ASR, TTS and the LLM, onnxruntime's unbounded spinning made LLM decoding 1.5-2x slower:
+26-33 vs 16-19 ms/token at load average 4.6), except the LLM's bounded busy-wait where its
+threads have cores to spare (:func:`resolve_spin`). A file that onnxruntime cannot load
+raises :class:`~edge_runtime.errors.ModelLoadError` naming the file and the stage.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,25 @@ from .errors import ModelLoadError
 CPU = ("CPUExecutionProvider",)
 # session config entries that stop idle intra-op threads spinning on a core
 NO_SPIN = {"session.intra_op.allow_spinning": "0"}
+
+
+# what ``llm.spin_us = -1`` (auto) busy-waits when the LLM's threads have cores to spare
+AUTO_SPIN_US = 200
+
+
+def resolve_spin(configured: int, threads: int, cores: int | None = None) -> int:
+    """The LLM session's busy-wait in microseconds for ``llm.spin_us`` = ``configured``: as
+    set when >= 0; for -1 (auto) :data:`AUTO_SPIN_US` when the process may run on more cores
+    (``cores``: its CPU affinity) than the LLM has threads, so a core is left for ASR and
+    TTS, else 0. Measured on a 2-core box (``benchmarks.llm_contention``, SmolLM2-135M,
+    2 threads): spinning decodes 1.5x faster alone, but 15 % slower beside the Piper voice
+    speaking and 16-19 % slower beside busy programs, so with no core to spare it sleeps."""
+    if configured >= 0:
+        return configured
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+            (os.cpu_count() or 1)
+    return AUTO_SPIN_US if cores > threads else 0
 
 
 def spin_entries(spin_us: int = 0) -> dict[str, str]:

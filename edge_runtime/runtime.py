@@ -12,6 +12,7 @@ from .errors import EdgeError
 from .gpu.accel import Accelerator
 from .metrics import Metrics
 from .models.store import ModelStore
+from .onnx_session import resolve_spin
 from .pipeline import Pipeline, Stages
 from .scheduler import Scheduler
 from .types import GenerationParams, Message
@@ -37,6 +38,7 @@ def load_llm(cfg: Config, store: ModelStore):
     c = cfg.llm
     profile = get_profile(cfg.device.profile)
     threads = profile.llm_thread_count(c.threads)     # llm.threads = 0: the profile's
+    spin = resolve_spin(c.spin_us, threads) if c.backend != "llama_cpp" else 0
     try:
         if c.backend == "llama_cpp":
             from .llm.llama_cpp_engine import LlamaCppEngine
@@ -50,9 +52,10 @@ def load_llm(cfg: Config, store: ModelStore):
                                  model_name=c.model, context_tokens=c.context_tokens,
                                  max_batch=profile.llm_max_batch(c.max_batch),
                                  batch_context_tokens=c.batch_context_tokens,
-                                 reuse_prefix=c.reuse_prefix, spin_us=c.spin_us)
-        log.info("local LLM %s loaded on %s (providers: %s; %d at a time, %d threads)",
-                 c.model, engine.device, ", ".join(engine.providers), engine.capacity, threads)
+                                 reuse_prefix=c.reuse_prefix, spin_us=spin)
+        log.info("local LLM %s loaded on %s (providers: %s; %d at a time, %d threads, "
+                 "busy-wait %d us)", c.model, engine.device, ", ".join(engine.providers),
+                 engine.capacity, threads, spin)
         return engine, None
     except EdgeError as exc:
         log.warning("local LLM unavailable: %s", exc.one_line())
