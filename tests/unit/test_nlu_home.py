@@ -1823,3 +1823,24 @@ def test_a_part_of_a_device_running_low_and_someone_next_door_are_said_of_them()
                  "the guy downstairs plays his music too loud"):
         words = normalize_text(said).split()
         assert told(home.mask(words, home.matches(words))), said
+
+
+def test_a_device_by_where_it_is_corrections_of_a_kind_a_timer_and_an_item_and_chuck_on(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("bunk room", "lounge", "sleepout"), (),
+        {"window lamp": "light", "bedroom heat pump": "climate", "kids heat pump": "climate",
+         "sleepout heat pump": "climate", "electric blanket": "switch",
+         "shopping list": "todo"}))
+    assert home.parse("is the lamp by the window on").slots.get("name") == "window lamp"
+    p = home.parse("put the bedroom heat pump fan on quiet")
+    assert p.slots.get("fan_mode") != "on"
+    p = home.parse("turn off the kids heat pump, oh hang on, i meant the sleepout one")
+    assert p.slots.get("name") == "sleepout heat pump"
+    p = home.parse("close the curtains, not the lounge ones, the ones in the bunk room")
+    assert p.slots.get("area") != "lounge"
+    p = home.parse("add ten minutes to the roast timer, sorry, the scones timer")
+    assert p.slots.get("name") != "roast"
+    p = home.parse("put sausages on the shopping list, no, make that sausage rolls")
+    assert p.slots.get("item") == "sausage rolls"
+    assert not home.parse("don't chuck the electric blanket on, i'm toasty already").accepted

@@ -392,10 +392,13 @@ _PEOPLE_SAID = _SUBJECTS | frozenset(("us", "you", "me", "he", "she", "they", "t
 # words (which say the whole kind: "are the locks locked")
 _KIND_SAID = {"lock": frozenset(("lock", "locks")), "fan": frozenset(("fan", "fans")),
               "switch": frozenset(("switch", "switches", "plug", "plugs", "socket"))}
+# where a device is, said instead of its name ("the lamp by the window")
+_BESIDE = frozenset(("by", "near", "over", "above", "under", "beside", "behind"))
 _WHICH_ONE = [[w] for w in ("from", "of", "in", "on", "at", "by", "near", "next", "to")]
 # a list request's verbs, and what adds to its item instead of correcting it ("..., and eggs")
 _ADDING = frozenset(("add", "put", "stick", "pop"))
 _MORE_ITEMS = frozenset(("and", "also", "plus", "too", "as", "with"))
+_MAKE_THAT = [["make", "that"], ["make", "it"], ["change", "that"], ["change", "it"]]
 # what begins a clause that says how much of the command before it ("..., say twenty percent")
 _HOW_MUCH = frozenset(("say", "about", "around", "maybe", "like", "roughly", "to", "at", "by",
                        "just", "only", "approximately"))
@@ -523,6 +526,8 @@ class HomeModel:
                 by_kind.setdefault((domain, "aircon"), []).append(name)   # "Aircon Unit"
         self._by_kind = {k: names[0] for k, names in by_kind.items() if len(names) == 1}
         self._firsts, self._loose, self._two_words = _said_forms(lists)
+        self._two_word_names = frozenset(
+            t for name in lists.names if len(t := tuple(normalize_text(name).split())) == 2)
 
     def _one_player(self, kind_word: str) -> str | None:
         """The home's one media player of the kind ``kind_word`` says ("radio": the Roberts
@@ -569,6 +574,16 @@ class HomeModel:
             out.append(words[i])
             i += 1
         return out
+
+    def _placed(self, words: list[str]) -> list[str]:
+        """``words`` with a device said by where it is ("the lamp by the window": the Window
+        Lamp) said by its name, where the home has that two-word name."""
+        for i in range(len(words) - 3):
+            thing, by = words[i], words[i + 1]
+            if by in _BESIDE and words[i + 2] in _OWNED and \
+                    (words[i + 3], thing) in self._two_word_names:
+                return [*words[:i], words[i + 3], thing, *words[i + 4:]]
+        return words
 
     def _first_named(self, words: list[str]) -> list[str]:
         """``words`` with a device called by its name's unseen first (or last) word said whole
@@ -697,8 +712,12 @@ class HomeModel:
         if len(clauses) > 2:
             # a remark between two clauses is said aside ("open the blackout curtains, it's
             # gone nine, get up": no position 9)
+            instead = normalize_text(clauses[-1]).split()[:1] in (["the"], ["just"], ["only"])
             kept = [c for i, c in enumerate(clauses)
-                    if i in (0, len(clauses) - 1) or not self._aside(c)]
+                    if i in (0, len(clauses) - 1) or not self._aside(c) and not (
+                        instead and normalize_text(c).split()[:1] == ["not"])]
+            # ("close the curtains, not the lounge ones, the ones in the bunk room": the one
+            # said instead)
             if len(kept) < len(clauses):
                 text, clauses = ", ".join(kept), kept
         if len(clauses) > 1 and normalize_text(clauses[0]) in _ALONE:
@@ -950,13 +969,15 @@ class HomeModel:
                     after[-1] in self._colors:
                 return " ".join([*before[:-1], after[-1]])   # "... orange, no, pink"
             said, meant = self.lists.matches(before), self.lists.matches(after)
-            if said and not meant and after[-1:] == ["one"]:
+            if said and after[-1:] == ["one"] and \
+                    all(c.slot in ("area", "floor") for c in meant):
                 # "open the left garage door, no, the right one": the right garage door
                 m = said[-1]
                 kind = before[m.start + 1:m.end]
                 other = [*after[:-1], *kind]
-                if kind and self.lists.matches(other):
-                    after, meant = other, self.lists.matches(other)
+                if kind and any(c.slot == "name" for c in self.lists.matches(other)):
+                    after, meant = other, self.lists.matches(other)   # ("..., i meant the
+                    # sleepout one": the Sleepout Heat Pump, not the Sleepout's lights)
             if said and meant and leading_word(after) in COMMAND_VERBS:
                 return " ".join(after)     # "open the garage door, no sorry, unlock the barn door"
             if said and meant:
@@ -971,8 +992,18 @@ class HomeModel:
             if not meant and 1 <= len(plain) <= 4 and after[0] not in _MORE_ITEMS and \
                     leading_word(before) in _ADDING:
                 item = self._added_item(before)
-                if item:     # "add oat milk to the shopping list, naw, semi skimmed milk"
-                    return " ".join([*before[:item[0]], *after, *before[item[1]:]])
+                instead = after[2:] if after[:2] in _MAKE_THAT else after
+                if item and instead:   # "add oat milk to the shopping list, naw, semi
+                    # skimmed milk", "..., no, make that sausage rolls"
+                    return " ".join([*before[:item[0]], *instead, *before[item[1]:]])
+            if not meant and 2 <= len(plain) <= 4 and plain[-1] == "timer" and \
+                    "timer" in before and before.index("timer") > 0 and \
+                    before[before.index("timer") - 1] not in DETERMINERS:
+                t = before.index("timer")    # "add ten minutes to the roast timer, sorry,
+                named = t                    # the scones timer": the scones timer
+                while named > 0 and before[named - 1] not in DETERMINERS | {"to", "on", "for"}:
+                    named -= 1
+                return " ".join([*before[:named], *plain[:-1], *before[t:]])
             if said and not meant and 1 <= len(plain) <= 3 and plain[-1] in _TIMER_WORDS:
                 m = said[-1]         # "pause the telly, no, the (tattie) timer": the timer
                 return " ".join([*before[:m.start], *after, *before[m.end:]])
@@ -1118,7 +1149,7 @@ class HomeModel:
                 # from "yale locked", the state kept)
                 words = repaired
         words = self.lists.reordered(words)
-        words = self._first_named(self._list_first(self._loosely_named(words)))
+        words = self._first_named(self._list_first(self._loosely_named(self._placed(words))))
         options: list[list[Match]] = [self._in_title(words, named_once(
             not_the_verb(words, self.lists.matches(words))))]
         if (passed := addressed(words, options[0])) is not words:
@@ -1344,6 +1375,14 @@ class HomeModel:
         if not missing and intent in NEEDS_DOMAIN and \
                 NEEDS_DOMAIN[intent] not in self.lists.names.values():
             missing = ("name",)      # no such device in this home
+        if not missing and intent not in TIMER_INTENTS and "name" in slots and \
+                _after_name(masked) in _TIMER_WORDS:
+            missing = ("name",)      # "scrap the hot tub timer": the timer, not the hot tub
+        if not missing and "name" in slots and slots.get("domain") == "light" and \
+                self.lists.names.get(str(slots["name"])) not in (None, "light") and \
+                not set(masked) & LIGHT_WORDS:
+            del slots["domain"]      # "put that heater thing on in the bathroom": the Heater,
+            # no light (a domain no word said)
         if not missing and intent == "HassFanSetSpeed" and \
                 not set(slots) & {"name", "area", "floor"}:
             fans = self._fans_so_called(masked)
@@ -1666,6 +1705,10 @@ class HomeModel:
                                                                          "please", "is"} and \
                     (not then or then[0] in _TO_PLACE | {"please"}):
                 slots["fan_mode"] = after            # "fan mode quiet on the heat pump"
+        if intent == "HassClimateSetFanMode" and slots.get("fan_mode") in ("on", "to") and \
+                masked[-1].isalpha() and masked[-1] not in ("on", "off", "please", "now") and \
+                masked[-2:-1] in (["on"], ["to"]):
+            slots["fan_mode"] = masked[-1]           # "put the heat pump fan on quiet"
         if intent == "HassSetPosition" and "position" not in slots and halfway(masked):
             slots["position"] = 50               # "open the awning halfway"
         if intent == "HassLightSet" and not set(slots) & {"brightness", "color", "temperature"} \

@@ -151,7 +151,8 @@ def own_doing(words: list[str]) -> bool:
 
 
 # and the verbs that say to leave a device as it is
-_NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust", "cut"} | {
+_NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust", "cut",
+                                  "chuck", "stick", "bung", "pop", "throw", "whack"} | {
     "turns", "switches", "shuts", "closes", "opens", "locks", "puts", "sets"}  # "she never turns"
 
 
