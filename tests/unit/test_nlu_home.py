@@ -1844,3 +1844,24 @@ def test_a_device_by_where_it_is_corrections_of_a_kind_a_timer_and_an_item_and_c
     p = home.parse("put sausages on the shopping list, no, make that sausage rolls")
     assert p.slots.get("item") == "sausage rolls"
     assert not home.parse("don't chuck the electric blanket on, i'm toasty already").accepted
+
+
+def test_a_timer_named_then_a_pause_statements_of_since_and_came_off_and_either_or(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("kitchen", "nursery"), (),
+        {"blackout blind": "cover", "immersion": "switch", "kettle": "switch",
+         "kitchen speaker": "media_player", "courtyard shutter": "cover", "flat door": "lock"}))
+    assert home.parse("nap timer, forty five minutes").slots.get("name") == "nap"
+    assert "name" not in home.parse("quick timer, 30 seconds").slots
+    for said in ("the blackout blind came off its track again",
+                 "you needn't bother putting on the kettle, we're going out",
+                 "the courtyard shutter is since monday broken",
+                 "play last christmas in the kitchen"):
+        assert not home.parse(said).accepted, said
+    p = home.parse("play the last item in the kitchen")
+    assert p.accepted and p.intent == "HassMediaPrevious"
+    assert home.parse("is the immersion still on or did you turn it off").slots.get(
+        "state") == "on"
+    assert home.parse("start the kitchen speaker back up").intent == "HassMediaUnpause"
+    assert home.parse("the flat door is closed off, yes?").slots.get("state") == "locked"

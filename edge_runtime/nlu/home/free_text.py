@@ -134,7 +134,9 @@ _NO_TIMER_NAME = frozenset(("set", "start", "cancel", "stop", "pause", "resume",
                             "unpause", "new", "kitchen", "egg", "countdown", "hold", "continue",
                             "increase", "decrease", "add", "extend", "reduce", "remove",
                             "shorten", "lengthen", "check", "snooze", "another", "second",
-                            "create", "drop", "make", "just", "lets", "begin", "go", "my"))
+                            "create", "drop", "make", "just", "lets", "begin", "go", "my",
+                            "quick", "short", "long", "little", "small", "big", "other",
+                            "one", "the", "a"))
 
 
 def ends_in_list(masked: list[str]) -> bool:

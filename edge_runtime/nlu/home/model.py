@@ -42,9 +42,9 @@ from .words import (
     NOT_LIGHTS, NO_ITEM, OPENING, PLAYER_WORDS, REMARKING, REPORTED, RUNNING, STARTED, STATES,
     STATE_OF_VERB, SURE_CORRECTIONS, TAGS, TIMER_INTENTS, TOO_LOUD, TO_EVERYONE, TURNED, UNIT_WORDS,
     UP, WANTED_SAID, as_said, asked, backchannel, commanded, declined, doing_asked, excepted,
-    four_for, lead_at, leading_word, named_kinds, negated, not_wanted, number_word, own_doing,
-    renumbered, repair_commands, said_number, said_plainly, told, turned_up_or_down, wished,
-    without_particle)
+    lead_at, leading_word, named_kinds, negated, not_wanted, number_word, own_doing,
+    renumbered, repair_commands, said_number, said_plainly, timer_heard, told, turned_up_or_down,
+    wished, without_particle)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -399,6 +399,12 @@ _WHICH_ONE = [[w] for w in ("from", "of", "in", "on", "at", "by", "near", "next"
 _ADDING = frozenset(("add", "put", "stick", "pop"))
 _MORE_ITEMS = frozenset(("and", "also", "plus", "too", "as", "with"))
 _MAKE_THAT = [["make", "that"], ["make", "it"], ["change", "that"], ["change", "it"]]
+# what may follow "play the last" when it asks for the track before
+_AFTER_LAST = DETERMINERS | _TO_PLACE | MEDIA_ITEMS | frozenset(
+    ("item", "one", "please", "now", "again", "here", "there"))
+# a question, then another way of asking it ("... still on or did you turn it off")
+_OR_ASKED = re.compile(r"^(.*?\S)\s*,?\s+or\s+(?:did|is|are|was|were|have|has|do|does)\s",
+                       re.IGNORECASE)
 # what begins a clause that says how much of the command before it ("..., say twenty percent")
 _HOW_MUCH = frozenset(("say", "about", "around", "maybe", "like", "roughly", "to", "at", "by",
                        "just", "only", "approximately"))
@@ -688,7 +694,7 @@ class HomeModel:
         command comes last, after what it is about, and the last clause wins when it alone
         is a clear action and the whole is not, or is another request less surely; else a
         first clause that is a command wins over a whole that acts on nothing."""
-        bare = commanded(without_particle(four_for(text)))
+        bare = commanded(without_particle(timer_heard(text)))
         corrected = self._corrected(bare)
         if corrected is None:              # corrected to something not heard: asked back
             return replace(self._parse(bare), accepted=False, missing=("name",))
@@ -707,6 +713,10 @@ class HomeModel:
         put_off = self._put_off(*later) if later else None
         if put_off is not None:
             return put_off
+        either = _OR_ASKED.match(text)
+        if either and said[:1] and said[0] in QUESTION_STARTS:
+            text = either.group(1)      # "is the immersion still on or did you turn it off":
+            # the state asked first
         text = _unmarked_clause(text, self._name_words)
         clauses = [c for c in _CLAUSE.split(text) if normalize_text(c).split()]
         if len(clauses) > 2:
@@ -904,7 +914,8 @@ class HomeModel:
         it on, yeah?", "okay, I'll put the kettle on, yeah")."""
         words = normalize_text(said).split()
         found = [m for m in self.lists.matches(words) if m.slot in ENTITY_SLOTS]
-        state = next((w for w in reversed(words) if w in STATES), None)
+        state = next((w for w in reversed(words) if w in STATES - {"on", "off"}), None) or \
+            next((w for w in reversed(words) if w in STATES), None)   # ("closed off": closed)
         if not found or state is None or set(words) & (COMMAND_VERBS - _STATE_VERBS):
             return None
         m = found[0]
@@ -1279,6 +1290,10 @@ class HomeModel:
                 not set(masked) & _BACK_HOME:
             intent = _SENT_BACK[intent][1]   # "put the robot hoover on while we're out",
             # "robot hoover go", "put the ti-robot to work"
+        if kind == "lock" and intent == "HassGetState" and slots.get("state") in ("on", "off"):
+            lock_word = next((w for w in masked if w in _LOCK_AS), "")
+            if lock_word:            # "the flat door is closed off, yes?": locked
+                slots["state"] = lock_word
         if kind == "lock" and intent == "HassGetState" and slots.get("state") in _LOCK_AS:
             slots["state"] = _LOCK_AS[slots["state"]]   # "is the apartment door closed?"
         if intent == "HassGetState" and not question and "name" in slots and \
@@ -1312,6 +1327,10 @@ class HomeModel:
                      **{k: v for k, v in slots.items() if k in ("area", "floor")}}
             intent = "HassTurnOn"
         lead = lead_at(masked, BEFORE_REQUEST)
+        if intent == "HassTurnOn" and masked[lead:lead + 1] == ["start"] and \
+                masked[-2:] == ["back", "up"] and \
+                self.lists.names.get(str(slots.get("name"))) == "media_player":
+            intent = "HassMediaUnpause"   # "start the kitchen speaker back up": resumed
         if intent == "HassTurnOn" and masked[lead:lead + 1] == ["put"] and \
                 self.lists.names.get(str(slots.get("name"))) == "media_player":
             # "put radio four on the wireless": something to play, on that player ("can you
@@ -1375,6 +1394,11 @@ class HomeModel:
         if not missing and intent in NEEDS_DOMAIN and \
                 NEEDS_DOMAIN[intent] not in self.lists.names.values():
             missing = ("name",)      # no such device in this home
+        if not missing and intent == "HassMediaPrevious" and leading_word(masked) == "play" and \
+                "last" in masked and [w for w in masked[masked.index("last") + 1:]
+                                      if not w.startswith("@") and w not in _AFTER_LAST]:
+            missing = ("name",)      # "play last christmas in the kitchen": a title, not the
+            # track before ("play the last item in the porch" is)
         if not missing and intent not in TIMER_INTENTS and "name" in slots and \
                 _after_name(masked) in _TIMER_WORDS:
             missing = ("name",)      # "scrap the hot tub timer": the timer, not the hot tub

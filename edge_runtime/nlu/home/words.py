@@ -23,7 +23,8 @@ CLOSING = frozenset(("close", "shut", "down", "retract", "lower", "drop"))
 # question's last word ("is the gate lock")
 STATE_OF_VERB = {"unlock": "unlocked", "lock": "locked", "close": "closed", "shut": "closed"}
 NEGATIONS = frozenset(("dont", "not", "never", "cant", "wont", "doesnt", "didnt", "shouldnt",
-                       "no", "wouldnt", "mustnt", "aint"))   # ("i wouldn't open the vent today")
+                       "no", "wouldnt", "mustnt", "aint", "neednt"))
+# (the last ones: "i wouldn't open the vent today", "you needn't bother putting it on")
 # said of the past: a statement about the home, not a request of it ("the front door was
 # unlocked all night", "the timer went off ages ago")
 # ("were" is not among them: it is also how "we're" is written without its apostrophe)
@@ -152,7 +153,8 @@ def own_doing(words: list[str]) -> bool:
 
 # and the verbs that say to leave a device as it is
 _NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust", "cut",
-                                  "chuck", "stick", "bung", "pop", "throw", "whack"} | {
+                                  "chuck", "stick", "bung", "pop", "throw", "whack",
+                                  "bother"} | {
     "turns", "switches", "shuts", "closes", "opens", "locks", "puts", "sets"}  # "she never turns"
 
 
@@ -206,7 +208,9 @@ _SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|no\s+n
                      r"\s+but\s+(?:leave|keep|not\s+(?:the|my|our|any))\s+[^,;.!]*[.!]?$|"
                      r"(?<=\w)\s+not\s+(?:the|my|our)\s+\w+(?:\s+\w+)?[.!]?$",
                      re.I)                                 # (that last: "... not the timer")
-_REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since)\s+.*$|"
+_REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since(?!\s+(?:(?:mon|tues|wednes|thurs|fri|"
+                           r"satur|sun)day|yesterday|last|this|then|christmas|easter|\d)))"
+                           r"\s+.*$|"     # (not "since monday": since when, not why)
                            r"\s+while\s+(?:we|i|you|he|she|they)(?:'re|'m|\s+are|\s+am)?\s.*$|"
                            r"\s+so\s+(?:that\s+)?(?:the(?:\s+\w+){1,2}|we|i|you|he|she|they|it)\s+"
                            r"(?:can|could|will|won'?t|doesn'?t|don'?t|isn'?t|gets?)\s.*$",
@@ -281,11 +285,21 @@ _LEFT_BUT = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+(?P<obj>(?:the|my|our)\
 _NUMBER_SAID = "|".join(sorted(w for w in NUMBER_WORDS if w.isalpha()))
 _FOUR_FOR = re.compile(rf"\b(timer|alarm)\s+(?:four|fore)\s+(?=(?:\d+|{_NUMBER_SAID})\b)",
                        re.IGNORECASE)
+# "nap timer, forty five minutes": a timer named first, then how long, after a pause
+_TIMER_PAUSE = re.compile(rf"^((?:set |start )?(?:an? |the |my )?(?:[a-z']+ ){{1,3}}"
+                          rf"(?:timer|alarm))\s*,\s+(?=(?:for\s+)?(?:\d+|an?|half|{_NUMBER_SAID})"
+                          r"\b)", re.IGNORECASE)
 
 
-def four_for(text: str) -> str:
-    """``text`` with "for" where a recognizer wrote "four" between "timer" and its number."""
-    return _FOUR_FOR.sub(lambda m: f"{m.group(1)} for ", text)
+def timer_heard(text: str) -> str:
+    """``text`` with "for" where a recognizer wrote "four" between "timer" and its number, and
+    without the pause between a timer named first and how long it runs (not "cancel the
+    timer, two minutes left anyway")."""
+    text = _FOUR_FOR.sub(lambda m: f"{m.group(1)} for ", text)
+    m = _TIMER_PAUSE.match(text.strip())
+    if m and not set(m.group(1).lower().split()) & (COMMAND_VERBS - {"set", "start"}):
+        return m.group(1) + " " + text.strip()[m.end():]
+    return text
 
 
 def commanded(text: str) -> str:
@@ -396,6 +410,7 @@ _ADVERBS = frozenset(("just", "also", "actually", "literally", "only", "finally"
                       "now", "earlier", "recently"))      # ("i just now switched off ...")
 # what a device named first does or did: "the lamp flickered", "the fan makes a noise"
 _DOES = frozenset(("says", "said", "make", "makes", "made", "look", "looks", "keeps", "kept",
+                   "came", "comes", "went", "goes",
                    "smells", "sounds",
                    "needs", "seems", "got", "broke", "had", "burst", "blew", "died", "fell"))
 
@@ -489,6 +504,8 @@ def _said_of(masked: list[str]) -> bool:
         return True                # "the yard gate is hanging off its hinges"
     if copula and verb in RUNNING and masked[i + 1:i + 2] in (["low"], ["out"]):
         return True                # "the deadbolt is running low"
+    if copula and masked[-1] in _BROKEN:
+        return True                # "the courtyard shutter is since monday broken"
     return verb in _DOES or len(verb) > 4 and verb.endswith("ed") and \
         verb not in STATE_OF_VERB.values() and verb not in ("opened",) or \
         verb in _HAPPENS                # "the shed door sticks when it's cold"
@@ -497,6 +514,7 @@ def _said_of(masked: list[str]) -> bool:
 # the last word of "the <device>'s X" that asks or asks for something ("the fan's on?")
 _STATED = STATES | frozenset(("out", "loud", "quiet", "bright", "dark", "dim", "hot", "cold",
                               "warm", "done", "finished", "ready", "empty", "full"))
+_BROKEN = frozenset(("broken", "busted", "jammed", "stuck", "dead", "kaput", "bust"))
 # a part of a device, said of ("the doorbell battery is flat")
 _PARTS = frozenset(("battery", "batteries", "bulb", "bulbs", "filter", "remote", "motor",
                     "sensor", "hinge", "hinges", "handle", "plug", "cable", "cord"))
@@ -721,7 +739,7 @@ REMARKING = frozenset(("i", "im", "ive", "id", "ill", "we", "were", "weve", "its
                        "theres", "my"))
 # the words for devices that are no lights ("turn on the dehumidifier in the loft", where
 # the home has none: not the loft's lights)
-NOT_LIGHTS = (DEVICE_WORDS - LIGHT_WORDS) | frozenset((
+NOT_LIGHTS = (DEVICE_WORDS - LIGHT_WORDS) | frozenset(("ventilator",
     "kettle", "dehumidifier", "humidifier", "purifier", "telly", "stereo", "radio", "pump",
     "blower", "sauna", "boiler", "dryer", "blanket", "machine", "maker", "plug", "socket",
     "charger", "oven", "dishwasher", "washer", "heating", "aircon", "ac", "vacuum", "hoover",
