@@ -1029,7 +1029,7 @@ class HomeModel:
                 masked[i].isalpha() and masked[i] not in _KIND_SAID[domain] and
                 masked[i + 1:i + 2] not in _WHICH_ONE}     # (not "the door from the garage")
         ones = [n for n, d in self.lists.names.items()
-                if d == domain and normalize_text(n).split()[-1:][0] in said]
+                if d == domain and (normalize_text(n).split() or [""])[-1] in said]
         return ones[0] if len(ones) == 1 else None
 
     def _fans_so_called(self, masked: list[str]) -> list[str]:

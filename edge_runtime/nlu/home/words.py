@@ -739,9 +739,9 @@ REMARKING = frozenset(("i", "im", "ive", "id", "ill", "we", "were", "weve", "its
                        "theres", "my"))
 # the words for devices that are no lights ("turn on the dehumidifier in the loft", where
 # the home has none: not the loft's lights)
-NOT_LIGHTS = (DEVICE_WORDS - LIGHT_WORDS) | frozenset(("ventilator",
+NOT_LIGHTS = (DEVICE_WORDS - LIGHT_WORDS) | frozenset((
     "kettle", "dehumidifier", "humidifier", "purifier", "telly", "stereo", "radio", "pump",
     "blower", "sauna", "boiler", "dryer", "blanket", "machine", "maker", "plug", "socket",
     "charger", "oven", "dishwasher", "washer", "heating", "aircon", "ac", "vacuum", "hoover",
     "mower", "sprinkler", "sprinklers", "camera", "alarm", "doorbell", "lock", "gate",
-    "heaters"))
+    "heaters", "ventilator"))
