@@ -1865,3 +1865,20 @@ def test_a_timer_named_then_a_pause_statements_of_since_and_came_off_and_either_
         "state") == "on"
     assert home.parse("start the kitchen speaker back up").intent == "HassMediaUnpause"
     assert home.parse("the flat door is closed off, yes?").slots.get("state") == "locked"
+
+
+def test_kill_on_a_place_checking_timers_a_tv_by_its_first_word_and_a_formal_tag(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("porch", "study"), (),
+        {"television set": "media_player", "radiogram": "media_player", "back gate": "lock",
+         "robot hoover": "vacuum", "robot mower": "lawn_mower", "heating": "climate"}))
+    # "kill" says off, whatever "on" says where ("cut on" is on, in the US South)
+    assert home.parse("can you kill the lights on the porch").intent == "HassTurnOff"
+    assert home.parse("check my timers").intent == "HassTimerStatus"
+    assert home.parse("unpause the television, please").slots.get("name") == "television set"
+    p = home.parse("set the heating to twenty, no, on reflection, twenty one")
+    assert p.slots.get("temperature") == 21
+    assert home.parse("the back gate is locked, is it not").slots.get("state") == "locked"
+    p = home.parse("the hoover is making an infernal racket, would you send it back to base")
+    assert p.accepted and p.intent == "HassVacuumReturnToBase"

@@ -399,6 +399,9 @@ _WHICH_ONE = [[w] for w in ("from", "of", "in", "on", "at", "by", "near", "next"
 _ADDING = frozenset(("add", "put", "stick", "pop"))
 _MORE_ITEMS = frozenset(("and", "also", "plus", "too", "as", "with"))
 _MAKE_THAT = [["make", "that"], ["make", "it"], ["change", "that"], ["change", "it"]]
+# the robots a remark names by their kind, which "it" then means ("the hoover is making a
+# racket, send it back to base"; not "someone's at the door, pause it")
+_ROBOTS = frozenset(("hoover", "vacuum", "roomba", "mower", "robot"))
 # what may follow "play the last" when it asks for the track before
 _AFTER_LAST = DETERMINERS | _TO_PLACE | MEDIA_ITEMS | frozenset(
     ("item", "one", "please", "now", "again", "here", "there"))
@@ -530,6 +533,10 @@ class HomeModel:
                 by_kind.setdefault((domain, _KIND_NAMES[last[0]]), []).append(name)
             elif domain == "climate" and "aircon" in said:
                 by_kind.setdefault((domain, "aircon"), []).append(name)   # "Aircon Unit"
+            elif domain == "media_player" and said[:1] and said[0] in _KIND_NAMES and \
+                    said[-1] not in DEVICE_WORDS:
+                by_kind.setdefault((domain, _KIND_NAMES[said[0]]), []).append(name)
+                # ("the television": the Television Set)
         self._by_kind = {k: names[0] for k, names in by_kind.items() if len(names) == 1}
         self._firsts, self._loose, self._two_words = _said_forms(lists)
         self._two_word_names = frozenset(
@@ -1112,6 +1119,10 @@ class HomeModel:
                 earlier[t - 1].isalpha() and earlier[t - 1] not in DETERMINERS else []
             return " ".join([*words[:at], "the", *name, "timer", *words[at + 1:]])
         if not found:
+            kind = next((w for i, w in enumerate(earlier) if i > 0 and w in _ROBOTS and
+                         earlier[i - 1] in _OWNED), None)
+            if kind:       # "the hoover is making an infernal racket, would you send it back
+                return " ".join([*words[:at], "the", kind, *words[at + 1:]])   # to base"
             return clause
         m = found[-1]
         kinds = [w for w in earlier[:m.start] if w in DEVICE_WORDS]
@@ -1342,6 +1353,14 @@ class HomeModel:
                     not any(w.startswith("@") for w in said):
                 intent = "HassMediaSearchAndPlay"
                 slots = {"name": slots["name"], "search_query": " ".join(said)}
+        if intent == "HassTurnOn" and masked[lead:lead + 1] == ["kill"] and \
+                "off" not in masked and any(w == "on" and n in _OWNED | {"@area", "@floor"}
+                                            for w, n in itertools.pairwise(masked)):
+            intent = "HassTurnOff"               # "kill the lights on the porch": off, there
+        if intent in ("HassCancelTimer", "HassCancelAllTimers") and \
+                masked[lead:lead + 1] in (["check"], ["show"], ["list"]):
+            intent = "HassTimerStatus"           # "check my timers": how long is left
+            slots = {k: v for k, v in slots.items() if k in ("name", "area")}
         if intent == "HassCancelTimer" and "all" in masked and \
                 set(masked[masked.index("all"):]) & _TIMER_WORDS and not found:
             intent, slots = "HassCancelAllTimers", {}   # "all the timer, cancel"

@@ -163,7 +163,9 @@ _NEGATED_VERBS = COMMAND_VERBS | {"touch", "mess", "fiddle", "change", "adjust",
 TAGS = frozenset({("right",), ("yeah",), ("yes",), ("innit",), ("correct",)} | {
     (aux, who) for aux in ("is", "isnt", "are", "arent", "have", "havent", "has", "hasnt", "did",
                            "didnt", "was", "wasnt", "do", "dont", "aint")
-    for who in ("it", "they", "i", "we", "you", "he", "she")})
+    for who in ("it", "they", "i", "we", "you", "he", "she")} | {
+    (aux, who, "not") for aux in ("is", "are", "have", "has", "did", "was", "do")
+    for who in ("it", "they", "i", "we", "you")})      # ("..., is it not")
 _ASKING = frozenset(("can", "could", "would", "will", "please", "may", "might", "cant", "wont",
                      "lets", "why"))
 
@@ -330,7 +332,8 @@ _RENUMBER = re.compile(rf"^(?P<head>.*?\b)(?P<old>{_NUMBER})(?P<unit>{_UNIT})"
                        r"(?:[,.]|\s*[-\u2013\u2014])?\s+"         # ("seventy- no, sixty eight")
                        r"(?:(?:(?:ay|oh|ah)\s+)?"                # ("..., ay no, 24")
                        r"(?:no(?:\s+wa(?:it|y))?|nah|naw|nope|wait|sorry|i\s+mean|i\s+meant|"
-                       r"actually|or\s+rather)[,.]?\s+)+"       # ("..., sorry, i mean fifteen")
+                       r"actually|or\s+rather|on\s+reflection|on\s+second\s+thoughts?)"
+                       r"[,.]?\s+)+"                           # ("..., sorry, i mean fifteen")
                        r"(?:make\s+it\s+|at\s+|to\s+)?"       # ("at 20, no, at 21")
                        rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*(?P<after>[,;].*)?[.!]?$",
                        re.I)                                    # (", it's bitter": why)
@@ -366,7 +369,8 @@ _NOT_WANTED = re.compile(r"^(?:i |we )?(?:dont|do not|didnt) (?:want|wanna|need)
 
 
 # "we don't need the dehumidifier tonight": said of it, no request to switch it off
-_NOT_NEEDED = re.compile(r"^(?:i|we) (?:dont|do not) need (?:the|my|our|@)")
+_NOT_NEEDED = re.compile(r"^(?:i|we) (?:dont|do not|shant|shall not|wont|will not)(?: be)? "
+                         r"need(?:ing)? (?:the|my|our|@)")   # ("i shan't be needing the kettle")
 
 
 def not_wanted(said: list[str]) -> bool:
@@ -563,7 +567,8 @@ def turned_up_or_down(masked: list[str]) -> bool:
 STARTED = {"vacuum": "HassVacuumStart", "lawn_mower": "HassLawnMowerStartMowing"}
 # a speaker correcting the device or room just said
 CORRECTIONS = (("i", "mean"), ("i", "meant"), ("no", "wait"), ("sorry",), ("or", "rather"),
-               ("no",), ("wait",), ("actually",), ("naw",), ("nah",), ("nope",))
+               ("no",), ("wait",), ("actually",), ("naw",), ("nah",), ("nope",),
+               ("on", "reflection"), ("on", "second", "thought"), ("on", "second", "thoughts"))
 # the markers that always correct: what follows them, when it names nothing of the home
 # ("turn off the kitchen lights, I mean the pad of a light"), leaves the request unknown
 SURE_CORRECTIONS = CORRECTIONS[:3] + (("or", "rather"),)
