@@ -54,7 +54,10 @@ async def test_a_cloud_failure_after_a_sent_piece_is_a_reset_then_the_local_answ
 async def test_pieces_a_slow_consumer_missed_are_joined_and_a_void_unsent_piece_is_dropped():
     p = make_pipeline(budget_ms=1, cloud=FakeCloud(fail_after=1))
     async with AnswerStream(p, "why is the sky blue") as stream:
-        await asyncio.sleep(0.2)         # the whole answer arrives before the first read
+        # the whole answer arrives before the first read (waited for, not slept on: a fixed
+        # 0.2 s was too short once on a busy CI box)
+        await asyncio.wait({stream._task}, timeout=30)
+        assert stream._task.done()
         events = [e async for e in stream]
     assert events == [Piece("Light scatters.")]   # "From " was voided before it was sent
 
