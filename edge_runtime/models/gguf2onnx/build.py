@@ -20,8 +20,8 @@ from .tokenizer import write_tokenizer
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "gguf2onnx-4"   # 2: last-position logits; 3: architectures; 4: head in
-#                                   row chunks, fp16 variant
+BUILDER_VERSION = "gguf2onnx-5"   # 2: last-position logits; 3: architectures; 4: head in
+#                                   row chunks, fp16 variant; 5: int8 gate/up in one node
 MODEL_FILE = "model.onnx"
 EXTERNAL_DATA_FILE = "model.onnx.data"
 

@@ -296,12 +296,13 @@ class _Builder:
             o, _ = self.rms(o, None, f"{p}.post_attention_norm.weight")
         int8 = self.int8_gate_up(i) if self.ffn_ranges is not None else None
         hn, h = self.rms(x, o, f"{p}.ffn_norm.weight", None if int8 is None else int8[0])
-        if int8 is not None:     # two nodes, no Split (a prefill's 44 x 4096 copy)
-            gate, up = (g.op("DynamicQuantizeMatMul",
-                             [hn, g.const(f"{p}.ffn_{n}.W8", np.ascontiguousarray(int8[1][:, sl])),
-                              g.const(f"{p}.ffn_{n}.scales", int8[2][sl])],
-                             domain="com.microsoft")[0]
-                        for n, sl in (("gate", slice(0, hp.ffn)), ("up", slice(hp.ffn, None))))
+        if int8 is not None:     # one int8 GEMM for both, then a Split: a decode step 5-6 %
+            # faster than two nodes (one activation quantization and one parallel section
+            # fewer), a 48-token prefill the same (benchmarks.llm_ab, SmolLM2 and Gemma 3)
+            (gu,) = g.op("DynamicQuantizeMatMul",
+                         [hn, g.const(f"{p}.ffn_gate_up.W8", int8[1]),
+                          g.const(f"{p}.ffn_gate_up.scales", int8[2])], domain="com.microsoft")
+            gate, up = self.split(gu, [hp.ffn, hp.ffn])
         elif spec.fused_gate_up:
             gu = self.linear(hn, self.weight(f"{p}.ffn_up.weight"), f"{p}.ffn_gate_up", self.acc)
             gate, up = self.split(gu, [hp.ffn, hp.ffn])
