@@ -1882,3 +1882,22 @@ def test_kill_on_a_place_checking_timers_a_tv_by_its_first_word_and_a_formal_tag
     assert home.parse("the back gate is locked, is it not").slots.get("state") == "locked"
     p = home.parse("the hoover is making an infernal racket, would you send it back to base")
     assert p.accepted and p.intent == "HassVacuumReturnToBase"
+
+
+def test_a_name_with_well_in_it_put_off_typed_shorthand_and_an_aircon_closed(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("kitchen",), (),
+        {"well pump": "switch", "aircon": "climate", "ecobee": "climate",
+         "shopping list": "todo"}))
+    # "well" inside a name is no "we'll": the command is put off, not done now
+    p = home.parse("in thirty minutes turn off the well pump")
+    assert p.intent == "HassStartTimer" and \
+        p.slots.get("conversation_command") == "turn off the well pump"
+    assert home.parse("you closed the aircon already, right?").slots.get("state") == "off"
+    assert home.parse("set the ecobee to 22, no, 21 lang").slots.get("temperature") == 21
+    assert home.parse("add milk 2 shopping").slots.get("item") == "milk"
+    assert home.parse("pls put coffee beans on shopping list").slots.get("item") == \
+        "coffee beans"
+    words = normalize_text("abuela needs it for the biscochitos").split()
+    assert told(words)         # someone's need, said after a request: why, not what

@@ -44,7 +44,7 @@ from .words import (
     UP, WANTED_SAID, as_said, asked, backchannel, commanded, declined, doing_asked, excepted,
     lead_at, leading_word, named_kinds, negated, not_wanted, number_word, own_doing,
     renumbered, repair_commands, said_number, said_plainly, timer_heard, told, turned_up_or_down,
-    wished, without_particle)
+    typed_out, wished, without_particle)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -260,7 +260,7 @@ _NOT_AFTER_ON = frozenset(("and", "or", "to", "for", "at", "now", "again", "plea
 _SUBJECTS = frozenset(("i", "we", "he", "she", "they", "im", "ill", "were", "well", "hes",
                        "shes", "theyre", "theyll", "ive", "weve", "theyve"))
 # what is switched, never opened: "open" and "close" say on and off
-_SWITCHED = frozenset(("light", "switch", "fan"))
+_SWITCHED = frozenset(("light", "switch", "fan", "climate"))
 _OPEN_CLOSE = frozenset(("open", "close", "shut"))
 _OPEN_AS = {"open": "on", "opened": "on", "closed": "off", "shut": "off"}
 # a cleaner or mower sent back, and what putting it on does instead
@@ -701,7 +701,7 @@ class HomeModel:
         command comes last, after what it is about, and the last clause wins when it alone
         is a clear action and the whole is not, or is another request less surely; else a
         first clause that is a command wins over a whole that acts on nothing."""
-        bare = commanded(without_particle(timer_heard(text)))
+        bare = commanded(without_particle(timer_heard(typed_out(text))))
         corrected = self._corrected(bare)
         if corrected is None:              # corrected to something not heard: asked back
             return replace(self._parse(bare), accepted=False, missing=("name",))
@@ -883,9 +883,11 @@ class HomeModel:
         alone is an action done on its own and the span is a timer's; else None."""
         if command[0] in _SAID_LATER:
             return None    # ("announce that we're leaving in five minutes": what it says)
-        if set(command) & _SUBJECTS:
+        named = {i for m in self.lists.matches(command) for i in range(m.start, m.end)}
+        if {w for i, w in enumerate(command) if i not in named} & _SUBJECTS:
             return None    # ("open the globe pendant, we eat in five minutes": when they
-            # eat; "i'm in the metro, i arrive in twenty minutes": no command at all)
+            # eat; "i'm in the metro, i arrive in twenty minutes": no command at all; but
+            # "the well pump" is a name, not "we'll")
         now = self._parse(" ".join(command))
         # a command said with its verb is carried as said even when it is not understood
         # now ("in 30 minutes turn off the sprinklers" was a plain timer): it is read again

@@ -293,6 +293,17 @@ _TIMER_PAUSE = re.compile(rf"^((?:set |start )?(?:an? |the |my )?(?:[a-z']+ ){{1
                           r"\b)", re.IGNORECASE)
 
 
+# what a typist shortens: "pls", and "2" for "to" before a list ("add milk 2 shopping")
+_PLEASE_TYPED = re.compile(r"\b(?:pls|plz|plse)\b", re.IGNORECASE)
+_TO_TYPED = re.compile(r"(?<=[a-z])\s+2\s+(?=(?:the\s+|my\s+|our\s+)?(?:shopping\b|"
+                       r"[a-z]+\s+list\b|list\b))", re.IGNORECASE)
+
+
+def typed_out(text: str) -> str:
+    """``text`` with a typist's "pls" said as "please" and "2" as "to" before a list."""
+    return _TO_TYPED.sub(" to ", _PLEASE_TYPED.sub("please", text))
+
+
 def timer_heard(text: str) -> str:
     """``text`` with "for" where a recognizer wrote "four" between "timer" and its number, and
     without the pause between a timer named first and how long it runs (not "cancel the
@@ -335,7 +346,8 @@ _RENUMBER = re.compile(rf"^(?P<head>.*?\b)(?P<old>{_NUMBER})(?P<unit>{_UNIT})"
                        r"actually|or\s+rather|on\s+reflection|on\s+second\s+thoughts?)"
                        r"[,.]?\s+)+"                           # ("..., sorry, i mean fifteen")
                        r"(?:make\s+it\s+|at\s+|to\s+)?"       # ("at 20, no, at 21")
-                       rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})\s*(?P<after>[,;].*)?[.!]?$",
+                       rf"(?P<new>{_NUMBER})(?P<unit2>{_UNIT})(?:\s+(?:lang|na|lah|la|po))?"
+                       r"\s*(?P<after>[,;].*)?[.!]?$",           # ("..., no, 21 lang")
                        re.I)                                    # (", it's bitter": why)
 
 
@@ -424,6 +436,7 @@ _OTHERS = frozenset(("neighbours", "neighbors", "neighbour", "neighbor", "kids",
                      "children", "child", "guests", "guest", "visitors", "dog", "dogs", "cat",
                      "cats", "wife", "husband", "mum", "mom", "dad", "gran", "granny",
                      "grandma", "grandpa", "nan", "twins", "mam", "nana", "ma", "pa", "guy",
+                     "abuela", "abuelo", "lola", "lolo", "nonna", "nonno", "oma", "opa",
                      "guys", "tenant", "tenants", "roommate", "flatmate", "housemate",
                      "lodger", "landlord", "landlady"))
 
