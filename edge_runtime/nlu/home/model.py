@@ -1016,11 +1016,10 @@ class HomeModel:
                 if item and instead:   # "add oat milk to the shopping list, naw, semi
                     # skimmed milk", "..., no, make that sausage rolls"
                     return " ".join([*before[:item[0]], *instead, *before[item[1]:]])
-            if not meant and 2 <= len(plain) <= 4 and plain[-1] == "timer" and \
-                    "timer" in before and before.index("timer") > 0 and \
-                    before[before.index("timer") - 1] not in DETERMINERS:
-                t = before.index("timer")    # "add ten minutes to the roast timer, sorry,
-                named = t                    # the scones timer": the scones timer
+            t = before.index("timer") if "timer" in before else 0
+            if not meant and 2 <= len(plain) <= 4 and plain[-1] == "timer" and t > 0 and \
+                    before[t - 1] not in DETERMINERS:
+                named = t    # "add ten minutes to the roast timer, sorry, the scones timer"
                 while named > 0 and before[named - 1] not in DETERMINERS | {"to", "on", "for"}:
                     named -= 1
                 return " ".join([*before[:named], *plain[:-1], *before[t:]])
@@ -1303,12 +1302,13 @@ class HomeModel:
                 not set(masked) & _BACK_HOME:
             intent = _SENT_BACK[intent][1]   # "put the robot hoover on while we're out",
             # "robot hoover go", "put the ti-robot to work"
-        if kind == "lock" and intent == "HassGetState" and slots.get("state") in ("on", "off"):
-            lock_word = next((w for w in masked if w in _LOCK_AS), "")
-            if lock_word:            # "the flat door is closed off, yes?": locked
-                slots["state"] = lock_word
-        if kind == "lock" and intent == "HassGetState" and slots.get("state") in _LOCK_AS:
-            slots["state"] = _LOCK_AS[slots["state"]]   # "is the apartment door closed?"
+        if kind == "lock" and intent == "HassGetState":
+            # "is the apartment door closed?", "the flat door is closed off, yes?": locked
+            state = str(slots.get("state", ""))
+            if state in ("on", "off"):
+                state = next((w for w in masked if w in _LOCK_AS), state)
+            if state in _LOCK_AS:
+                slots["state"] = _LOCK_AS[state]
         if intent == "HassGetState" and not question and "name" in slots and \
                 slots.get("state") in _WISHED and wished(masked):
             intent = _WISHED[slots.pop("state")]     # "i'd like the back door unlocked"
