@@ -119,7 +119,7 @@ class LlmConfig:
     spin_us: int = -1                  # >0: intra-op threads busy-wait up to this many us for
                                        # the next op (faster on an idle box); 0 = sleep (the
                                        # safe choice when ASR/TTS share the cores); -1 = auto:
-                                       # 200 when the process has more cores than LLM threads,
+                                       # 200 when the LLM has 2+ threads and a core for each,
                                        # else 0 (onnx_session.resolve_spin)
     max_new_tokens: int = _Gen.max_new_tokens   # sampling defaults: types.GenerationParams
     temperature: float = _Gen.temperature

@@ -4,8 +4,8 @@ Every session gets the same explicit settings: ``threads`` intra-op threads, one
 thread, sequential execution, full graph optimisation, warnings-only logging, and **no
 busy-waiting** between ops (``session.intra_op.allow_spinning = 0``; on a 2-core box shared
 by ASR, TTS and the LLM, onnxruntime's unbounded spinning made LLM decoding 1.5-2x slower:
-26-33 vs 16-19 ms/token at load average 4.6), except the LLM's bounded busy-wait where its
-threads have cores to spare (:func:`resolve_spin`). A file that onnxruntime cannot load
+26-33 vs 16-19 ms/token at load average 4.6), except the LLM's bounded busy-wait where each of
+its threads has a core (:func:`resolve_spin`). A file that onnxruntime cannot load
 raises :class:`~edge_runtime.errors.ModelLoadError` naming the file and the stage.
 """
 from __future__ import annotations
@@ -22,23 +22,27 @@ CPU = ("CPUExecutionProvider",)
 NO_SPIN = {"session.intra_op.allow_spinning": "0"}
 
 
-# what ``llm.spin_us = -1`` (auto) busy-waits when the LLM's threads have cores to spare
+# what ``llm.spin_us = -1`` (auto) busy-waits when each of the LLM's threads has a core
 AUTO_SPIN_US = 200
 
 
 def resolve_spin(configured: int, threads: int, cores: int | None = None) -> int:
     """The LLM session's busy-wait in microseconds for ``llm.spin_us`` = ``configured``: as
-    set when >= 0; for -1 (auto) :data:`AUTO_SPIN_US` when the process may run on more cores
-    (``cores``: its CPU affinity) than the LLM has threads, so a core is left for ASR and
-    TTS, else 0. Measured on a 2-core box (``benchmarks.llm_contention``, SmolLM2-135M,
-    2 threads): spinning decodes 1.5x faster alone, but 15 % slower beside the Piper voice
-    speaking and 16-19 % slower beside busy programs, so with no core to spare it sleeps."""
+    set when >= 0; for -1 (auto) :data:`AUTO_SPIN_US` when the LLM has more than one thread
+    and no more threads than the process may run on cores (``cores``: its CPU affinity),
+    else 0 (a lone thread has no worker to wake; more threads than cores would spin against
+    each other). Measured on a 2-core box, SmolLM2-135M at 2 threads: spinning decodes 1.5x
+    faster alone and 15 % slower while the Piper voice speaks without a pause beside it
+    (``benchmarks.llm_contention``), but in the product's own flow the decoding runs alone
+    most of the time: a spoken answer's first audio came 12 % sooner and its last 1 %
+    (``benchmarks.llm_spoken``), and under 10 and 50 users the mean answer time fell
+    14-33 % (``benchmarks load --no-pin --llm-threads 2``)."""
     if configured >= 0:
         return configured
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
             (os.cpu_count() or 1)
-    return AUTO_SPIN_US if cores > threads else 0
+    return AUTO_SPIN_US if 1 < threads <= cores else 0
 
 
 def spin_entries(spin_us: int = 0) -> dict[str, str]:

@@ -34,12 +34,16 @@ def test_config_default_is_auto_and_bad_values_are_refused():
         load_config(env={}).with_overrides(llm={"spin_us": -2})
 
 
-def test_auto_busy_waits_only_where_the_llm_threads_leave_a_core_free():
-    assert resolve_spin(-1, threads=2, cores=2) == 0           # ASR/TTS share the cores
+def test_auto_busy_waits_only_where_each_llm_thread_has_a_core():
+    assert resolve_spin(-1, threads=2, cores=2) == AUTO_SPIN_US
     assert resolve_spin(-1, threads=2, cores=3) == AUTO_SPIN_US
     assert resolve_spin(-1, threads=4, cores=6) == AUTO_SPIN_US  # the Orin Nano's profile
-    assert resolve_spin(-1, threads=1, cores=1) == 0
+    assert resolve_spin(-1, threads=2, cores=1) == 0           # pinned to one core
+    assert resolve_spin(-1, threads=4, cores=2) == 0
+    assert resolve_spin(-1, threads=1, cores=1) == 0           # no worker thread to wake
+    assert resolve_spin(-1, threads=1, cores=8) == 0
     assert resolve_spin(0, threads=2, cores=16) == 0           # as configured
     assert resolve_spin(150, threads=2, cores=2) == 150
     cores = len(os.sched_getaffinity(0))
-    assert resolve_spin(-1, threads=cores) == 0                # this process's own cores
+    assert resolve_spin(-1, threads=cores) == (AUTO_SPIN_US if cores > 1 else 0)
+    assert resolve_spin(-1, threads=cores + 1) == 0            # this process's own cores
