@@ -1,5 +1,5 @@
-"""The int8 FFN build (gguf2onnx.graph): the FFN gate/up projections as smoothed int8 GEMMs
-(DynamicQuantizeMatMul), calibrated on the numpy reference. Checked on tiny random GGUFs
+"""The int8 build (gguf2onnx.graph): the FFN gate/up and attention QKV projections as
+smoothed int8 GEMMs (DynamicQuantizeMatMul), calibrated on the numpy reference. Checked on tiny random GGUFs
 against the exact build and the reference; the fp16 variant keeps the blocks."""
 from __future__ import annotations
 
@@ -27,6 +27,11 @@ def _ops(d) -> list[str]:
     return [n.op_type for n in proto.graph.node]
 
 
+def _nbits_weights(d) -> list[str]:
+    proto = onnx.load(str(d / "model.onnx"), load_external_data=False)
+    return [n.input[1] for n in proto.graph.node if n.op_type == "MatMulNBits"]
+
+
 @pytest.mark.parametrize("arch", ["llama", "gemma3"])
 def test_int8_ffn_graph(builds, arch):
     cfg = json.loads((builds[arch, True] / "model_config.json").read_text())
@@ -34,14 +39,21 @@ def test_int8_ffn_graph(builds, arch):
     assert json.loads((builds[arch, False] / "model_config.json").read_text())["int8_ffn"] is False
     ops, exact = _ops(builds[arch, True]), _ops(builds[arch, False])
     layers = cfg["num_layers"]
-    assert ops.count("DynamicQuantizeMatMul") == layers    # gate and up in one, then a Split
+    # per layer one for gate and up (then a Split) and one for Q, K and V together
+    assert ops.count("DynamicQuantizeMatMul") == 2 * layers
     assert "DynamicQuantizeMatMul" not in exact
-    # the gate/up MatMulNBits (one fused node per layer) is gone, its Split kept
-    assert exact.count("MatMulNBits") - ops.count("MatMulNBits") == layers
+    # what stays in blocks: the attention output, the down projection and the head
+    kept = {w.split(".")[2] if w.startswith("blk.") else w.split(".")[0]
+            for w in _nbits_weights(builds[arch, True])}
+    assert kept == {"attn_output", "ffn_down", "lm_head"}
+    assert {"attn_qkv", "ffn_gate_up"} <= {w.split(".")[2] for w in
+                                           _nbits_weights(builds[arch, False])
+                                           if w.startswith("blk.")}
     assert exact.count("Split") == ops.count("Split")
     inits = {t.name for t in onnx.load(str(builds[arch, True] / "model.onnx"),
                                        load_external_data=False).graph.initializer}
-    assert {f"blk.{i}.ffn_norm.weight.smoothed" for i in range(cfg["num_layers"])} <= inits
+    assert {f"blk.{i}.{n}_norm.weight.smoothed" for i in range(layers)
+            for n in ("ffn", "attn")} <= inits
 
 
 @pytest.mark.parametrize("arch", ["llama", "gemma3"])
@@ -55,6 +67,23 @@ def test_int8_ffn_follows_the_exact_build(builds, arch):
     assert np.mean(a.argmax(-1) == b.argmax(-1)) >= 0.9
 
 
+@pytest.mark.parametrize("arch", ["qwen2", "qwen3", "phi3"])
+def test_int8_qkv_with_bias_norms_or_one_fused_weight(tmp_path, arch):
+    """QKV biases (qwen2) are added after the int8 GEMM, q/k norms (qwen3) follow its
+    Split, phi3's one attn_qkv weight becomes one int8 GEMM: each stays close to the blocks."""
+    from edge_runtime.models.gguf2onnx.reference import onnx_logits
+
+    b = build_variants(tmp_path, {int8: {"int8_ffn": int8} for int8 in (False, True)},
+                       archs=((arch, "Q4_1"),))
+    assert _ops(b[arch, True]).count("DynamicQuantizeMatMul") == 2 * json.loads(
+        (b[arch, True] / "model_config.json").read_text())["num_layers"]
+    a, q = onnx_logits(b[arch, False], IDS), onnx_logits(b[arch, True], IDS)
+    assert not np.array_equal(a, q)
+    # within 10 % (qwen3's k_norm rescales the tiny random keys: 5.1 % here, the others < 5)
+    assert np.abs(a - q).max() < 0.1 * np.abs(a).max()
+    assert np.mean(a.argmax(-1) == q.argmax(-1)) >= 0.9
+
+
 def test_smoothing_is_exact_before_rounding(builds):
     """The divisors go into the norm weight and the multipliers into the weight columns:
     un-smoothing the int8 weights gives the GGUF weights back within the reported error."""
@@ -63,18 +92,24 @@ def test_smoothing_is_exact_before_rounding(builds):
     from edge_runtime.models.gguf2onnx.reference import ffn_input_ranges
 
     model = read_gguf(builds["llama", "gguf"])
-    ranges = ffn_input_ranges(model, IDS)
-    assert sorted(ranges) == list(range(model.hparams.n_layers))
-    assert all(r.shape == (model.hparams.hidden,) and (r >= 0).all() for r in ranges.values())
-    b = _Builder(model, 4, 4, ffn_ranges=ranges)
-    smooth, q, col = b.int8_gate_up(0)
-    w = np.concatenate([dequantize(model.tensors[f"blk.0.ffn_{n}.weight"]) for n in ("gate", "up")])
-    back = q.T.astype(np.float32) * col[:, None] / smooth[None, :]
-    assert q.dtype == np.int8 and np.abs(q).max() == 127
-    assert np.abs(back - w).max() == pytest.approx(b.int8_ffn["blk.0.ffn_gate_up"], rel=1e-5)
-    # every weight is off by at most half a step of its column, un-smoothed
-    bound = 0.5 * col[:, None] / smooth[None, :] * (1 + 1e-4) + 1e-7
-    assert (np.abs(back - w) <= bound).all()
+    attn: dict = {}
+    ranges = ffn_input_ranges(model, IDS, attn=attn)
+    for r in (ranges, attn):
+        assert sorted(r) == list(range(model.hparams.n_layers))
+        assert all(v.shape == (model.hparams.hidden,) and (v >= 0).all() for v in r.values())
+    assert not np.array_equal(ranges[0], attn[0])
+    b = _Builder(model, 4, 4, ffn_ranges=ranges, attn_ranges=attn)
+    for kind, names, rng in (("ffn_gate_up", ("ffn_gate", "ffn_up"), ranges[0]),
+                             ("attn_qkv", ("attn_q", "attn_k", "attn_v"), attn[0])):
+        key = f"blk.0.{kind}"
+        smooth, q, col = b.int8_weights([f"blk.0.{n}.weight" for n in names], rng, key)
+        w = np.concatenate([dequantize(model.tensors[f"blk.0.{n}.weight"]) for n in names])
+        back = q.T.astype(np.float32) * col[:, None] / smooth[None, :]
+        assert q.dtype == np.int8 and np.abs(q).max() == 127
+        assert np.abs(back - w).max() == pytest.approx(b.int8_ffn[key], rel=1e-5)
+        # every weight is off by at most half a step of its column, un-smoothed
+        bound = 0.5 * col[:, None] / smooth[None, :] * (1 + 1e-4) + 1e-7
+        assert (np.abs(back - w) <= bound).all()
 
 
 def test_reference_embeds_only_the_rows_it_needs(builds):

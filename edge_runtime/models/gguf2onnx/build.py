@@ -20,8 +20,9 @@ from .tokenizer import write_tokenizer
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "gguf2onnx-5"   # 2: last-position logits; 3: architectures; 4: head in
-#                                   row chunks, fp16 variant; 5: int8 gate/up in one node
+BUILDER_VERSION = "gguf2onnx-6"   # 2: last-position logits; 3: architectures; 4: head in
+#                                   row chunks, fp16 variant; 5: int8 gate/up in one node;
+#                                   6: int8 QKV too
 MODEL_FILE = "model.onnx"
 EXTERNAL_DATA_FILE = "model.onnx.data"
 
@@ -114,9 +115,9 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     ``out_dir``, so a failed build leaves the previously built model as it was.
     ``precision`` "fp16" builds the variant for the CUDA / TensorRT providers (fp16
     activations and KV cache, the same weight blocks; see :func:`.graph.build_graph`).
-    ``int8_ffn`` (fp32 builds; ignored for fp16) makes the FFN gate/up projections int8 GEMMs
-    calibrated on :data:`.reference.CALIBRATION_TEXT` (prefill much faster, an approximation
-    the build log reports; see :mod:`.graph`).
+    ``int8_ffn`` (fp32 builds; ignored for fp16) makes the FFN gate/up and the attention QKV
+    projections int8 GEMMs calibrated on :data:`.reference.CALIBRATION_TEXT` (prefill much
+    faster, an approximation the build log reports; see :mod:`.graph`).
     """
     t0 = time.perf_counter()
     if precision not in PRECISIONS:
@@ -143,16 +144,18 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     return info
 
 
-def _calibrate_ffn(model: GgufModel, out_dir: Path) -> dict:
-    """The int8 FFN's calibration: FFN input ranges of the numpy reference over
-    CALIBRATION_TEXT, tokenized as the engine feeds a prompt."""
+def _calibrate_int8(model: GgufModel, out_dir: Path) -> tuple[dict, dict]:
+    """The int8 build's calibration: (FFN input ranges, attention input ranges) of the numpy
+    reference over CALIBRATION_TEXT, tokenized as the engine feeds a prompt."""
     from .reference import CALIBRATION_TEXT, ffn_input_ranges, text_ids
 
     ids = text_ids(model, out_dir, CALIBRATION_TEXT)
     t0 = time.perf_counter()
-    ranges = ffn_input_ranges(model, ids)
-    log.info("int8 FFN calibrated on %d tokens in %.1f s", len(ids), time.perf_counter() - t0)
-    return ranges
+    attn: dict = {}
+    ffn = ffn_input_ranges(model, ids, attn=attn)
+    log.info("int8 projections calibrated on %d tokens in %.1f s", len(ids),
+             time.perf_counter() - t0)
+    return ffn, attn
 
 
 def _swap_dir(new: Path, out_dir: Path) -> None:
@@ -174,19 +177,19 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
     out_dir.chmod(0o755)
     write_tokenizer(model, out_dir)
     report: dict = {}
+    ffn, attn = _calibrate_int8(model, out_dir) if int8_ffn else (None, None)
     proto = build_graph(model, accuracy_level=accuracy_level,
                         lm_head_accuracy_level=lm_head_accuracy_level, last_only=last_only,
-                        report=report, precision=precision,
-                        ffn_ranges=_calibrate_ffn(model, out_dir) if int8_ffn else None)
+                        report=report, precision=precision, ffn_ranges=ffn, attn_ranges=attn)
     types = dict(Counter(t.qtype for t in model.tensors.values()))
     for name, (qtype, err) in sorted(report["approximated"].items()):
         log.warning("%s: GGUF type %s has no exact ONNX form; re-quantized to 8-bit blocks of "
                     "32, max abs error vs the GGUF dequantization %.3g", name, qtype, err)
     if report["int8_ffn"]:
-        log.warning("int8 FFN: the gate/up projections of %d layers are int8 GEMMs (smoothed, "
-                    "per-column int8 weights, int8 activations), largest abs weight error %.3g; "
-                    "`models check` measures the cost", len(report["int8_ffn"]),
-                    max(report["int8_ffn"].values()))
+        log.warning("int8 build: %d projections (each layer's FFN gate/up and attention "
+                    "QKV) are int8 GEMMs (smoothed, per-column int8 weights, int8 "
+                    "activations), largest abs weight error %.3g; `models check` measures "
+                    "the cost", len(report["int8_ffn"]), max(report["int8_ffn"].values()))
     if not report["approximated"]:
         log.info("%s weight blocks mapped exactly (%s)",
                  "the other" if report["int8_ffn"] else "all", types)

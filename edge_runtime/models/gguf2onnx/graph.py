@@ -13,17 +13,22 @@ buffer to ``past_key_values.i.*`` and ``present.i.*`` (shape [B,kv,max_len,hd]) 
 place: the engine's KV cache is allocated once. Linear layers are ``MatMulNBits``; see
 :mod:`.quant` for the exact block mapping.
 
-The int8 FFN build (``ffn_ranges``, fp32 only) is the one approximate mapping chosen on
-purpose: onnxruntime's MatMulNBits runs a prefill of 44 rows at about the speed of 44 single
-rows, while DynamicQuantizeMatMul (int8 GEMM, VNNI) runs it 6x faster. Its activations are
-quantized per row (per tensor when several rows), which loses the outlier channels a norm
-weight makes, so the FFN input is smoothed first (SmoothQuant): each input channel k is
-divided by s_k = a_k^alpha / w_k^(1 - alpha), a_k its largest magnitude over a calibration
-text (the numpy reference, :func:`.reference.ffn_input_ranges`), w_k the largest weight on
-it; the ffn_norm weight takes the 1/s_k and the gate/up weight columns the s_k (exact in
-real numbers), then the weights are rounded to int8 per output column. The down projection
-stays MatMulNBits (its input, the GLU product, lost too much at per-row int8: Gemma 3 270M
-top-1 0.96 -> 0.89 with it, smoothed or not).
+The int8 build (``ffn_ranges`` and ``attn_ranges``, fp32 only; the manifest's ``int8_ffn``)
+is the one approximate mapping chosen on purpose: onnxruntime's MatMulNBits runs a prefill of
+44 rows at about the speed of 44 single rows, while DynamicQuantizeMatMul (int8 GEMM, VNNI)
+runs it 6x faster. Its activations are quantized per row (per tensor when several rows),
+which loses the outlier channels a norm weight makes, so the input of each such projection
+is smoothed first (SmoothQuant): each input channel k is divided by
+s_k = a_k^alpha / w_k^(1 - alpha), a_k its largest magnitude over a calibration text (the
+numpy reference, :func:`.reference.ffn_input_ranges`), w_k the largest weight on it; the
+norm weight before the projection takes the 1/s_k and the weight columns the s_k (exact in
+real numbers), then the weights are rounded to int8 per output column. Two projections per
+layer read a norm's output and are built so: the FFN gate/up (ffn_norm) and the attention
+QKV (attn_norm; with it a 48-token prefill 1.17x / 1.23x faster and a decode step 1.07x /
+1.04x on Gemma 3 270M / SmolLM2-135M, ``benchmarks.llm_ab``, top-1 unchanged at 0.9748 /
+0.9812). The down projection stays MatMulNBits (its input, the GLU product, lost too much at
+per-row int8: Gemma 3 270M top-1 0.96 -> 0.89 with it, smoothed or not), and so does the
+attention output (no norm before it to take the smoothing).
 """
 from __future__ import annotations
 
@@ -88,9 +93,11 @@ Weight = NBitsWeight | np.ndarray   # quantized blocks, or fp32 [N, K] for F32/F
 class _Builder:
     def __init__(self, model: GgufModel, accuracy_level: int, lm_head_accuracy_level: int,
                  last_only: bool = True, precision: str = "fp32",
-                 ffn_ranges: dict[int, np.ndarray] | None = None) -> None:
+                 ffn_ranges: dict[int, np.ndarray] | None = None,
+                 attn_ranges: dict[int, np.ndarray] | None = None) -> None:
         self.last_only = last_only
         self.ffn_ranges = ffn_ranges
+        self.attn_ranges = attn_ranges
         self.m = model
         self.hp: LlamaHParams = model.hparams
         self.spec = self.hp.spec
@@ -259,11 +266,22 @@ class _Builder:
         g, hp, spec = self.g, self.hp, self.spec
         seqlens, total = att
         p = f"blk.{i}"
-        xn, x = self.rms(x, branch, f"{p}.attn_norm.weight")
+        qkv_names = ([f"{p}.attn_qkv.weight"] if spec.fused_qkv else
+                     [f"{p}.attn_{n}.weight" for n in "qkv"])
+        int8_qkv = (self.int8_weights(qkv_names, self.attn_ranges[i], f"{p}.attn_qkv")
+                    if self.attn_ranges is not None else None)
+        xn, x = self.rms(x, branch, f"{p}.attn_norm.weight",
+                         None if int8_qkv is None else int8_qkv[0])
         sizes = [hp.n_heads * hp.head_dim] + [hp.n_kv_heads * hp.head_dim] * 2
         packed: str | None
         parts: list[str] | None
-        if spec.fused_qkv:
+        if int8_qkv is not None:
+            packed, parts = self.int8_linear(xn, int8_qkv, f"{p}.attn_qkv"), None
+            if spec.qkv_bias:
+                bias = np.concatenate([dequantize(self.m.tensors[f"{p}.attn_{n}.bias"])
+                                       .reshape(-1) for n in "qkv"]).astype(np.float32)
+                (packed,) = g.op("Add", [packed, g.const(f"{p}.attn_qkv.bias", bias)])
+        elif spec.fused_qkv:
             packed, parts = self.linear(xn, self.weight(f"{p}.attn_qkv.weight"),
                                         f"{p}.attn_qkv", self.acc), None
         else:
@@ -294,15 +312,16 @@ class _Builder:
                         self.acc)
         if spec.post_norms:
             o, _ = self.rms(o, None, f"{p}.post_attention_norm.weight")
-        int8 = self.int8_gate_up(i) if self.ffn_ranges is not None else None
+        gu_names = ([f"{p}.ffn_up.weight"] if spec.fused_gate_up else
+                    [f"{p}.ffn_gate.weight", f"{p}.ffn_up.weight"])
+        int8 = (self.int8_weights(gu_names, self.ffn_ranges[i], f"{p}.ffn_gate_up")
+                if self.ffn_ranges is not None else None)
         hn, h = self.rms(x, o, f"{p}.ffn_norm.weight", None if int8 is None else int8[0])
         if int8 is not None:     # one int8 GEMM for both, then a Split: a decode step 5-6 %
             # faster than two nodes (one activation quantization and one parallel section
             # fewer), a 48-token prefill the same (benchmarks.llm_ab, SmolLM2 and Gemma 3)
-            (gu,) = g.op("DynamicQuantizeMatMul",
-                         [hn, g.const(f"{p}.ffn_gate_up.W8", int8[1]),
-                          g.const(f"{p}.ffn_gate_up.scales", int8[2])], domain="com.microsoft")
-            gate, up = self.split(gu, [hp.ffn, hp.ffn])
+            gate, up = self.split(self.int8_linear(hn, int8, f"{p}.ffn_gate_up"),
+                                  [hp.ffn, hp.ffn])
         elif spec.fused_gate_up:
             gu = self.linear(hn, self.weight(f"{p}.ffn_up.weight"), f"{p}.ffn_gate_up", self.acc)
             gate, up = self.split(gu, [hp.ffn, hp.ffn])
@@ -321,18 +340,17 @@ class _Builder:
             down, _ = self.rms(down, None, f"{p}.post_ffw_norm.weight")
         return h, down
 
-    def int8_gate_up(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The int8 FFN of layer ``i`` (see the module docstring): (smoothing divisors [K],
-        int8 weights [K, 2F], per-column scales [2F]); records its max abs weight error."""
-        assert self.ffn_ranges is not None
-        p = f"blk.{i}"
-        names = ([f"{p}.ffn_up.weight"] if self.spec.fused_gate_up else
-                 [f"{p}.ffn_gate.weight", f"{p}.ffn_up.weight"])
+    def int8_weights(self, names: list[str], ranges: np.ndarray,
+                     key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """An int8 projection of the normed input (see the module docstring) for the weights
+        ``names`` stacked, its input's channel ``ranges`` from the calibration: (smoothing
+        divisors [K], int8 weights [K, N], per-column scales [N]); records its max abs weight
+        error under ``key``."""
         # the GGUF's own values (the blocks' re-pack is exact), not cached as blocks: these
         # weights never become MatMulNBits nodes
         w = np.concatenate([dequantize(self.m.tensors[n]) for n in names],
                            axis=0).astype(np.float32)
-        a = np.maximum(self.ffn_ranges[i], 1e-5)
+        a = np.maximum(ranges, 1e-5)
         wk = np.maximum(np.abs(w).max(axis=0), 1e-5)
         smooth = (a ** FFN_SMOOTH_ALPHA / wk ** (1 - FFN_SMOOTH_ALPHA)).astype(np.float32)
         ws = w * smooth[None, :]
@@ -340,8 +358,15 @@ class _Builder:
         col[col == 0] = 1.0
         q = np.clip(np.rint(ws / col[:, None]), -127, 127).astype(np.int8)
         err = float(np.abs(q * col[:, None] / smooth[None, :] - w).max())
-        self.int8_ffn[f"{p}.ffn_gate_up"] = err
+        self.int8_ffn[key] = err
         return smooth, np.ascontiguousarray(q.T), col.astype(np.float32)
+
+    def int8_linear(self, x: str, int8: tuple[np.ndarray, np.ndarray, np.ndarray],
+                    prefix: str) -> str:
+        g = self.g
+        return g.op("DynamicQuantizeMatMul", [x, g.const(f"{prefix}.W8", int8[1]),
+                                              g.const(f"{prefix}.scales", int8[2])],
+                    domain="com.microsoft")[0]
 
     def build(self) -> onnx.ModelProto:
         hp, g = self.hp, self.g
@@ -427,7 +452,8 @@ def rope_inv_freq(model: GgufModel, base: float, scale: float = 1.0) -> np.ndarr
 def build_graph(model: GgufModel, accuracy_level: int = 4,
                 lm_head_accuracy_level: int = 4, last_only: bool = True,
                 report: dict | None = None, precision: str = "fp32",
-                ffn_ranges: dict[int, np.ndarray] | None = None) -> onnx.ModelProto:
+                ffn_ranges: dict[int, np.ndarray] | None = None,
+                attn_ranges: dict[int, np.ndarray] | None = None) -> onnx.ModelProto:
     """The decoder as an in-memory ModelProto (no I/O). ``last_only``: ``logits`` is
     [B, 1, V], the last position's (what generation needs); else [B, S, V]. ``report``, when
     given, receives ``approximated``: {tensor: (type, max abs error)} for tensors whose
@@ -448,7 +474,7 @@ def build_graph(model: GgufModel, accuracy_level: int = 4,
     if ffn_ranges is not None and precision != "fp32":
         raise ValueError("the int8 FFN is a CPU build (fp32); the fp16 variant keeps the blocks")
     b = _Builder(model, accuracy_level, lm_head_accuracy_level, last_only, precision,
-                 ffn_ranges)
+                 ffn_ranges, attn_ranges)
     proto = b.build()
     if report is not None:
         report["int8_ffn"] = dict(b.int8_ffn)

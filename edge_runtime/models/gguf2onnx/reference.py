@@ -82,12 +82,14 @@ def _embed_rows(t: QTensor, ids: list[int]) -> np.ndarray:
 
 
 def reference_logits(model: GgufModel, ids: list[int],
-                     ffn_inputs: dict[int, np.ndarray] | None = None) -> np.ndarray:
+                     ffn_inputs: dict[int, np.ndarray] | None = None,
+                     attn_inputs: dict[int, np.ndarray] | None = None) -> np.ndarray:
     """fp32 logits [S, V] for the token ids ``ids`` (teacher-forced, no cache).
 
     With ``ffn_inputs`` given, it receives per layer the largest magnitude of each channel
     of the FFN's input (the ffn_norm output) over the sequence, and the output head is not
-    run (an empty array is returned)."""
+    run (an empty array is returned); ``attn_inputs`` the same for the attention's input (the
+    attn_norm output)."""
     from .graph import attn_scale, rope_inv_freq
 
     hp, t, spec = model.hparams, model.tensors, model.hparams.spec
@@ -112,6 +114,8 @@ def reference_logits(model: GgufModel, ids: list[int],
         p = f"blk.{i}"
         sliding = hp.is_sliding(i)
         xn = _rms(x, w(f"{p}.attn_norm.weight"), hp.rms_eps)
+        if attn_inputs is not None:
+            attn_inputs[i] = np.abs(xn).max(axis=0).astype(np.float32)
         if spec.fused_qkv:
             qkv = xn @ w(f"{p}.attn_qkv.weight").T
             q, k, v = qkv[:, :nq], qkv[:, nq:nq + nkv], qkv[:, nq + nkv:]
@@ -158,11 +162,13 @@ def reference_logits(model: GgufModel, ids: list[int],
     return (xn @ dequantize(output_tensor(model)).T).astype(np.float32)
 
 
-def ffn_input_ranges(model: GgufModel, ids: list[int]) -> dict[int, np.ndarray]:
+def ffn_input_ranges(model: GgufModel, ids: list[int],
+                     attn: dict[int, np.ndarray] | None = None) -> dict[int, np.ndarray]:
     """Per layer, each FFN input channel's largest magnitude over ``ids`` (the calibration
-    of the int8 FFN build: see :mod:`.graph`)."""
+    of the int8 FFN build: see :mod:`.graph`); ``attn``, when given, receives the same for
+    the attention's input (the int8 QKV)."""
     ranges: dict[int, np.ndarray] = {}
-    reference_logits(model, ids, ffn_inputs=ranges)
+    reference_logits(model, ids, ffn_inputs=ranges, attn_inputs=attn)
     return ranges
 
 
