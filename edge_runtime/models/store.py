@@ -61,7 +61,7 @@ class ModelEntry:
     default: bool = False
     notes: str = ""
     parts: tuple[tuple[str, str], ...] = ()   # (pypi spec, path inside): chunks of files[0]
-    int8_ffn: bool = False   # gguf2onnx: the FFN gate/up as int8 GEMMs (see gguf2onnx.graph)
+    int8_ffn: bool = False   # gguf2onnx: FFN gate/up and attention QKV as int8 GEMMs (graph)
 
 
 def load_manifest(path: str | Path | None = None) -> dict[str, ModelEntry]:
