@@ -20,7 +20,7 @@ from edge_runtime.nlu.home.reading import remarked  # noqa: E402
 from edge_runtime.nlu.home.free_text import WildText, list_phrase_starts  # noqa: E402
 from edge_runtime.nlu.home.model import HomeModel, HomeModelError  # noqa: E402
 from edge_runtime.nlu.home.serve import CLARIFY, HomeUnderstanding  # noqa: E402
-from edge_runtime.nlu.home.words import told  # noqa: E402
+from edge_runtime.nlu.home.words import commanded, told  # noqa: E402
 from edge_runtime.nlu.text import normalize_text  # noqa: E402
 from edge_runtime.nlu.loader import load_intents  # noqa: E402
 
@@ -1901,3 +1901,35 @@ def test_a_name_with_well_in_it_put_off_typed_shorthand_and_an_aircon_closed(
         "coffee beans"
     words = normalize_text("abuela needs it for the biscochitos").split()
     assert told(words)         # someone's need, said after a request: why, not what
+
+
+def test_dropped_gs_like_before_a_number_ye_on_and_off_as_verbs_and_the_aircon_of_a_room(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("master bedroom", "den"), (),
+        {"well pump 2": "switch", "desk fan": "fan", "storm doors": "lock", "telly": "media_player",
+         "main gate": "lock", "main door": "lock", "water heater": "switch",
+         "master aircon": "climate", "den aircon": "climate", "shopping list": "todo"}))
+    p = home.parse("is well pump 2 runnin'")
+    assert p.intent == "HassGetState" and p.slots.get("state") == "on"
+    assert home.parse("broadcast grandpa's fixin' to leave").slots.get("message") == \
+        "grandpa's fixin' to leave"                 # a message keeps its words
+    assert home.parse("bruh the desk fan is mad loud, put it on like 20").slots.get(
+        "percentage") == 20
+    p = home.parse("would ye mind putting tattie scones on the shopping list, hen")
+    assert p.slots.get("item") == "tattie scones"
+    assert home.parse("would ye mind pausing the telly").intent == "HassMediaPause"
+    # "all the doors": every lock, not the one whose name ends in "doors"
+    p = home.parse("are all the doors locked")
+    assert p.slots.get("domain") == "lock" and "name" not in p.slots
+    assert commanded("lock the main gate, the main door no need") == "lock the main gate"
+    p = home.parse("water heater can off already, everybody bathe finish")
+    assert p.accepted and (p.intent, p.slots.get("name")) == ("HassTurnOff", "water heater")
+    for said in ("help me on the desk fan", "on the desk fan, this heat is killing me"):
+        p = home.parse(said)
+        assert p.accepted and (p.intent, p.slots.get("name")) == ("HassTurnOn", "desk fan")
+    p = home.parse("on the aircon for the den")
+    assert p.accepted and p.slots == {"area": "den", "domain": "climate"}
+    p = home.parse("open the aircon in the den")
+    assert p.accepted and p.intent == "HassTurnOn" and p.slots.get("domain") == "climate"
+    assert home.parse("on the shopping list add eggs").slots.get("item") == "eggs"

@@ -44,7 +44,7 @@ from .words import (
     UP, WANTED_SAID, as_said, asked, backchannel, commanded, declined, doing_asked, excepted,
     lead_at, leading_word, named_kinds, negated, not_wanted, number_word, own_doing,
     renumbered, repair_commands, said_number, said_plainly, timer_heard, told, turned_up_or_down,
-    typed_out, wished, without_particle)
+    spoken_out, typed_out, wished, without_particle)
 
 
 def split_label(label: str) -> tuple[str, dict[str, str]]:
@@ -261,6 +261,8 @@ _SUBJECTS = frozenset(("i", "we", "he", "she", "they", "im", "ill", "were", "wel
                        "shes", "theyre", "theyll", "ive", "weve", "theyve"))
 # what is switched, never opened: "open" and "close" say on and off
 _SWITCHED = frozenset(("light", "switch", "fan", "climate"))
+# the words of an air conditioner (after _aircon), turned on or off by room
+_AIRCON_SAID = frozenset(("aircon", "aircons", "ac", "acs", "thermostat", "thermostats"))
 _OPEN_CLOSE = frozenset(("open", "close", "shut"))
 _OPEN_AS = {"open": "on", "opened": "on", "closed": "off", "shut": "off"}
 # a cleaner or mower sent back, and what putting it on does instead
@@ -628,6 +630,8 @@ class HomeModel:
         end = m.end + (words[m.end:m.end + 1] == ["list"])
         if onto:
             rest = words[end + (words[end:end + 1] == ["please"]):]
+            if rest[:1] and rest[0] in _ADDING and len(rest) > 1:
+                rest = rest[1:]            # ("on the shopping list add eggs": eggs)
             return ["put", *rest, "on", *words[onto:end]] if rest else words
         verb = words[end:end + 1]
         if not verb or verb[0] not in _LIST_FIRST or len(words) < end + 2:
@@ -716,6 +720,9 @@ class HomeModel:
             return HomeParse("HassBroadcast", whole.confidence,
                              {"message": message} if message else {}, accepted=bool(message),
                              missing=() if message else ("message",), runner_up=whole.intent)
+        if spoken_out(text) != text:      # ("is well pump 2 runnin'", "put it on like 20")
+            text = spoken_out(text)
+            said = normalize_text(text).split()
         later = delayed(said)
         put_off = self._put_off(*later) if later else None
         if put_off is not None:
@@ -1032,10 +1039,12 @@ class HomeModel:
 
     def _one_so_called(self, domain: str, masked: list[str]) -> str | None:
         """The one device of ``domain`` whose name ends in a word said after "the" (not the
-        domain's own words: "the gate" for the lock Main Gate), if only one such device."""
+        domain's own words: "the gate" for the lock Main Gate), if only one such device; never
+        what "all the" says ("are all the doors locked": every lock, not the Storm Doors)."""
         said = {masked[i] for i in range(1, len(masked)) if masked[i - 1] in _OWNED and
                 masked[i].isalpha() and masked[i] not in _KIND_SAID[domain] and
-                masked[i + 1:i + 2] not in _WHICH_ONE}     # (not "the door from the garage")
+                masked[i + 1:i + 2] not in _WHICH_ONE      # (not "the door from the garage")
+                and masked[max(0, i - 2):i - 1] not in (["all"], ["both"])}
         ones = [n for n, d in self.lists.names.items()
                 if d == domain and (normalize_text(n).split() or [""])[-1] in said]
         return ones[0] if len(ones) == 1 else None
@@ -1283,6 +1292,20 @@ class HomeModel:
             # doors of an area called Garage
             del slots["area"]
             slots["device_class"] = "garage"
+        if intent in ("HassTurnOn", "HassTurnOff") and set(slots) & {"area", "floor"} and \
+                "name" not in slots and fixed.get("domain") in (None, "light", "cover") and \
+                not set(masked) & (LIGHT_WORDS | COVER_WORDS) and \
+                set(_aircon(masked)) & _AIRCON_SAID and \
+                "climate" in self.lists.names.values():
+            fixed = {k: v for k, v in fixed.items() if k != "domain"}
+            slots.pop("device_class", None)
+            called = {n for n, d in self.lists.names.items() if d == "climate" and
+                      set(_aircon(normalize_text(n).split())) <= set(_aircon(masked))}
+            if len(called) == 1:          # the room's own, named so ("Aircon" in each room)
+                slots["name"] = called.pop()
+            else:
+                slots["domain"] = "climate"   # "turn on (open) the aircon in jun wei's room":
+                # no light, no cover
         if intent in ("HassTurnOn", "HassTurnOff") and set(slots) & {"area", "floor"} and \
                 not {*slots, *fixed} & {"name", "domain", "device_class"} and \
                 set(masked) & LIGHT_WORDS:

@@ -207,9 +207,10 @@ _SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|no\s+n
                      r"keep\s+(?:going|playing|running|on))"
                      r"\b[^,;.!]*[.!]?$|"
                      r"[,;.!][^,;.!]*(?:'s|\s+is|\s+are)\s+(?:fine|ok|okay|alright)\b[^,;.!]*[.!]?$|"
+                     r"[,;.!]\s*(?:the|my|our)\s+[^,;.!]*?\s+no\s+need\b[^,;.!]*[.!]?$|"
                      r"\s+but\s+(?:leave|keep|not\s+(?:the|my|our|any))\s+[^,;.!]*[.!]?$|"
                      r"(?<=\w)\s+not\s+(?:the|my|our)\s+\w+(?:\s+\w+)?[.!]?$",
-                     re.I)                                 # (that last: "... not the timer")
+                     re.I)      # (Singapore's ", the main door no need"; last: "... not the timer")
 _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since(?!\s+(?:(?:mon|tues|wednes|thurs|fri|"
                            r"satur|sun)day|yesterday|last|this|then|christmas|easter|\d)))"
                            r"\s+.*$|"     # (not "since monday": since when, not why)
@@ -242,7 +243,7 @@ _SPARED_BEFORE = re.compile(r"^(?:please\s+)?(?:leave|keep)\s+[^,;]*?\s+"
 
 
 # the long way round to a request: "I wonder if you could ...", "would you be so kind as to"
-_POLITE = re.compile(r"^(?:(?:i\s+)?(?:was\s+)?(?:just\s+)?wonder(?:ing)?\s+if\s+(?:you|u)"
+_POLITE = re.compile(r"^(?:(?:i\s+)?(?:was\s+)?(?:just\s+)?wonder(?:ing)?\s+if\s+(?:you|ye|u)"
                      r"(?:'d|\s+could|\s+would|\s+might|\s+can)|would\s+you\s+be\s+so\s+kind\s+"
                      r"as\s+to|do\s+you\s+think\s+you\s+(?:could|can)|i'?d\s+be\s+grateful\s+if\s+"
                      r"you(?:'d|\s+could|\s+would)|i\s+(?:want|need)\s+you\s+to|"
@@ -252,7 +253,8 @@ _POLITE = re.compile(r"^(?:(?:i\s+)?(?:was\s+)?(?:just\s+)?wonder(?:ing)?\s+if\s
 
 
 # "would you mind adding lefse to the list", "do ya mind turning the fan off": the verb
-_MIND = re.compile(r"^(?:(?:would|could|will|do)\s+)?(?:you|ya|u)\s+mind\s+(?P<verb>[a-z]+ing)\b",
+_MIND = re.compile(r"^(?:(?:would|could|will|do)\s+)?(?:you|ya|ye|u)\s+mind\s+"
+                   r"(?P<verb>[a-z]+ing)\b",
                    re.I)
 _GERUNDS = {"adding": "add", "turning": "turn", "switching": "switch", "putting": "put",
             "setting": "set", "opening": "open", "closing": "close", "shutting": "shut",
@@ -297,11 +299,38 @@ _TIMER_PAUSE = re.compile(rf"^((?:set |start )?(?:an? |the |my )?(?:[a-z']+ ){{1
 _PLEASE_TYPED = re.compile(r"\b(?:pls|plz|plse)\b", re.IGNORECASE)
 _TO_TYPED = re.compile(r"(?<=[a-z])\s+2\s+(?=(?:the\s+|my\s+|our\s+)?(?:shopping\b|"
                        r"[a-z]+\s+list\b|list\b))", re.IGNORECASE)
+# a dropped g written as said ("is the well pump runnin'", "fixin' to")
+_G_DROPPED = re.compile(r"\b([a-z]{2,}?)in'(?=[\s,.!?;]|$)", re.IGNORECASE)
+# "like" before a number, meaning about ("put it on like 20", "heat to like seventy")
+_LIKE_NUMBER = re.compile(rf"\b(on|to|at|around|about)\s+like\s+(?=(?:\d+|{_NUMBER_SAID})\b)",
+                          re.IGNORECASE)
 
 
 def typed_out(text: str) -> str:
     """``text`` with a typist's "pls" said as "please" and "2" as "to" before a list."""
     return _TO_TYPED.sub(" to ", _PLEASE_TYPED.sub("please", text))
+
+
+# "on" and "off" as the verbs themselves (Singapore, Malaysia: "off the lights lah", "can on
+# the aircon or not", "the water heater can off already")
+_ON_OFF_FIRST = re.compile(r"^((?:please\s+|can\s+|help\s+me\s+|quickly\s+)*)(on|off)\s+"
+                           r"(?=(?:the|all|my|our)\s)(?![^,;.]*\blist\b)", re.IGNORECASE)
+_CAN_ON_OFF = re.compile(r"^(?:the\s+)?([a-z][a-z' ]*?)\s+can\s+(on|off)(?:\s+already|\s+now)?"
+                         r"(?=\s*(?:[,.!?]|$))", re.IGNORECASE)
+
+
+def spoken_out(text: str) -> str:
+    """``text`` with a dropped g written with an apostrophe put back, "like" before a number
+    dropped and "on"/"off" said as a verb said with "turn" (for reading a command: a message
+    to broadcast keeps them)."""
+    text = _LIKE_NUMBER.sub(r"\1 ", _G_DROPPED.sub(r"\1ing", text))
+    first = _ON_OFF_FIRST.match(text)
+    if first and not set(re.findall(r"[a-z]+", text[first.end():].lower())) & COMMAND_VERBS:
+        return f"{first.group(1)}turn {first.group(2)} {text[first.end():]}"
+    can = _CAN_ON_OFF.match(text)
+    if can and not set(can.group(1).lower().split()) & (COMMAND_VERBS | {"i", "we", "you"}):
+        return f"turn {can.group(2)} the {can.group(1)}{text[can.end():]}"
+    return text
 
 
 def timer_heard(text: str) -> str:
