@@ -140,8 +140,12 @@ class LlamaCpp:
         without_amx()        # (llama.cpp#20824: its AMX path crashes on some CPUs)
 
         self.spec = spec
+        # flash_attn: llama.cpp's best setting here (llama-cpp-python defaults it off): decode
+        # 112 -> 120 tok/s on SmolLM2-135M, 48.8 -> 50.6 on Gemma 3 270M, first token 5-10 %
+        # sooner (2 threads, spinning, interleaved in one process, medians of 8)
         self.llm = Llama(spec["gguf"], n_threads=spec["threads"],
-                         n_threads_batch=spec["threads"], n_ctx=spec["n_ctx"], verbose=False)
+                         n_threads_batch=spec["threads"], n_ctx=spec["n_ctx"], verbose=False,
+                         flash_attn=True)
         self.ids = spec["prompt_ids"]
         self.stop = set(spec["stop_ids"])
         self.warm = 0

