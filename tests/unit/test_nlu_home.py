@@ -1933,3 +1933,24 @@ def test_dropped_gs_like_before_a_number_ye_on_and_off_as_verbs_and_the_aircon_o
     p = home.parse("open the aircon in the den")
     assert p.accepted and p.intent == "HassTurnOn" and p.slots.get("domain") == "climate"
     assert home.parse("on the shopping list add eggs").slots.get("item") == "eggs"
+
+
+def test_a_device_let_keep_running_a_final_yeah_who_forgot_a_remark_on_how_and_no_weather(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("kitchen", "porch"), (),
+        {"chimney light": "light", "chimney": "switch", "window unit": "climate",
+         "dock lights": "light", "tackle shed": "lock", "robo mop": "vacuum"}))
+    p = home.parse("off the chimney light, let the chimney keep running")
+    assert p.accepted and (p.intent, p.slots.get("name")) == ("HassTurnOff", "chimney light")
+    assert home.parse("we going out now, let the robo mop run").intent == "HassVacuumStart"
+    # a final "yeah" (no question mark) says nothing: Louisiana's emphasis, not a tag
+    p = home.parse("window unit fan on auto, yeah")
+    assert p.accepted and p.intent == "HassClimateSetFanMode"
+    assert not home.parse("the dock lights were on all night, yeah").accepted
+    assert not home.parse("pawpaw forgot to lock the tackle shed again").accepted
+    p = home.parse("how's my timer doing, and don't sugarcoat it")
+    assert p.accepted and p.intent == "HassTimerStatus"
+    # the weather is asked in words about it
+    assert not home.parse("is it just me or does this apartment get smaller every year").accepted
+    assert home.parse("what's it like out there").intent == "HassGetWeather"

@@ -363,6 +363,7 @@ class _Builder:
 
     def int8_linear(self, x: str, int8: tuple[np.ndarray, np.ndarray, np.ndarray],
                     prefix: str) -> str:
+        """x @ the int8 weights of :meth:`int8_weights` (one DynamicQuantizeMatMul)."""
         g = self.g
         return g.op("DynamicQuantizeMatMul", [x, g.const(f"{prefix}.W8", int8[1]),
                                               g.const(f"{prefix}.scales", int8[2])],

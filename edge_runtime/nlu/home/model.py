@@ -720,9 +720,9 @@ class HomeModel:
             return HomeParse("HassBroadcast", whole.confidence,
                              {"message": message} if message else {}, accepted=bool(message),
                              missing=() if message else ("message",), runner_up=whole.intent)
-        if spoken_out(text) != text:      # ("is well pump 2 runnin'", "put it on like 20")
-            text = spoken_out(text)
-            said = normalize_text(text).split()
+        spoken = spoken_out(text)         # ("is well pump 2 runnin'", "put it on like 20")
+        if spoken != text:
+            text, said = spoken, normalize_text(spoken).split()
         later = delayed(said)
         put_off = self._put_off(*later) if later else None
         if put_off is not None:
@@ -802,6 +802,13 @@ class HomeModel:
             if stated and not rest.accepted and rest.intent == whole.intent:
                 return rest    # "the kettle's tidy now, we fixed it": a statement does not
                 # make a request of what was not one
+        bid = said_last[1:] if said_last[:1] in (["and"], ["but"]) else said_last
+        if bid[:1] in (["dont"], ["never"]) and bid[1:2] and bid[1] not in COMMAND_VERBS and \
+                not self.lists.matches(bid):
+            rest = self._parse(" ".join(clauses[:-1]))
+            if rest.accepted:
+                return rest    # "how's my timer doing, and don't sugarcoat it": how to
+                # answer, no request of its own (nor of "it")
         elided = self._elided(clauses[0], clauses[-1]) if len(clauses) == 2 else None
         last = self._parse(elided or self._referred(clauses[:-1], clauses[-1]))
         asks = normalize_text(clauses[-1]).split()

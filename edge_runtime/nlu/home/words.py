@@ -208,6 +208,8 @@ _SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|no\s+n
                      r"\b[^,;.!]*[.!]?$|"
                      r"[,;.!][^,;.!]*(?:'s|\s+is|\s+are)\s+(?:fine|ok|okay|alright)\b[^,;.!]*[.!]?$|"
                      r"[,;.!]\s*(?:the|my|our)\s+[^,;.!]*?\s+no\s+need\b[^,;.!]*[.!]?$|"
+                     r"[,;.!]\s*(?:but\s+|and\s+)?let\s+(?:the|my|our)\s+[^,;.!]*?\b(?:keep\s+"
+                     r"(?:running|going|playing|on)|stay(?:\s+on)?)\b[^,;.!]*[.!]?$|"
                      r"\s+but\s+(?:leave|keep|not\s+(?:the|my|our|any))\s+[^,;.!]*[.!]?$|"
                      r"(?<=\w)\s+not\s+(?:the|my|our)\s+\w+(?:\s+\w+)?[.!]?$",
                      re.I)      # (Singapore's ", the main door no need"; last: "... not the timer")
@@ -221,6 +223,7 @@ _REASON_AFTER = re.compile(r"\s+(?:because|cause|cos|since(?!\s+(?:(?:mon|tues|w
 # hesitations before a request and thanks after it ("um yeah can you uh open the gate cheers")
 _HESITATED = re.compile(r"^(?:(?:um+|uh+|er+|erm|yeah|yep)[,.]?\s+|(?:excuse|pardon)\s+me[,.]\s+)+|"
                         r"[,.]?\s+(?:cheers|thanks|thank\s+you|ta|eh|na|lah|abeg)(?:\s+mate)?[.!?]*$|"
+                        r",\s*yeah[.!]*$|"
                         r"(?:,\s*|(?<=please)\s+)(?:my\s+)?(?:dear|love|luv|pet|darling|duck|hun|"
                         r"honey|sweetheart|sweetie|pal|buddy|bro|sir|madam|ma'?am)[.!?]*$",
                         re.I)          # (the tags of India, Singapore and Nigeria: "na",
@@ -428,6 +431,7 @@ def told(masked: list[str]) -> bool:
         first in ("i", "ill", "im", "we", "well") and bool({"myself", "ourselves"} & set(said)) or \
         bool(_SELF & set(said)) or \
         first not in BEFORE_REQUEST | COMMAND_VERBS and then in _DID_TO or \
+        first not in _FORGETFUL and then in ("forgot", "forgets") or \
         bool(PAST.intersection(masked)) or _said_of(masked) or _done_before(masked) or \
         _others_said(masked) or _so_said(said) or _NOT_NEEDED.match(" ".join(said)) is not None or \
         _of_people(said) or \
@@ -438,6 +442,9 @@ def told(masked: list[str]) -> bool:
 # someone else did it: "ruby turned the night light off herself", "the lamp switched itself off"
 _SELF = frozenset(("herself", "himself", "themselves", "itself"))
 _DID_TO = frozenset(("turned", "switched", "opened", "closed", "locked", "unlocked"))
+# who forgot something and may mean it as a request ("you forgot to lock the shed"; not
+# "pawpaw forgot to lock the tackle shed again": said of him)
+_FORGETFUL = frozenset(("i", "we", "you", "u", "ya"))
 _BUSY = frozenset(("im", "were", "hes", "shes", "theyre", "youre", "i", "we"))
 
 
@@ -758,9 +765,22 @@ MOWING = frozenset(("mower", "mowers", "lawnmower", "mow", "mowing", "lawn", "gr
 VACUUMING = frozenset(("vacuum", "vacuuming", "vac", "hoover", "hoovering", "robot", "clean",
                        "cleaning", "cleaner", "roomba", "dock", "charger", "base", "home",
                        "hoovered", "vacuumed", "sweep", "sweeping"))
+# what a question about the weather says ("is it just me or does this flat get smaller every
+# year" asks none)
+WEATHER_SAID = frozenset((
+    "weather", "forecast", "rain", "raining", "rainy", "rains", "drizzle", "drizzling", "snow",
+    "snowing", "snowy", "sleet", "hail", "storm", "stormy", "thunder", "lightning", "sun",
+    "sunny", "sunshine", "cloud", "clouds", "cloudy", "overcast", "fog", "foggy", "mist",
+    "misty", "wind", "windy", "breezy", "cold", "colder", "chilly", "freezing", "frost",
+    "frosty", "icy", "hot", "hotter", "warm", "warmer", "heat", "humid", "humidity", "muggy",
+    "temperature", "temp", "degrees", "outside", "out", "umbrella", "jacket", "coat", "brolly",
+    "nice", "wet", "dry", "bright", "grey", "gray", "shower", "showers", "celsius",
+    "fahrenheit", "scorcher", "baltic", "parky", "nippy", "sweltering", "boiling", "pouring",
+    "bucketing", "spitting", "tomorrow", "today", "tonight", "weekend"))
 KIND_WORDS = {"HassLawnMowerStartMowing": MOWING, "HassLawnMowerDock": MOWING,
               "HassVacuumStart": VACUUMING, "HassVacuumReturnToBase": VACUUMING,
-              "HassVacuumCleanArea": VACUUMING}         # ("mow the balcony" cleans nothing)
+              "HassVacuumCleanArea": VACUUMING,          # ("mow the balcony" cleans nothing)
+              "HassGetWeather": WEATHER_SAID}
 # what says a message is for the whole house (an announcement on its speakers)
 TO_EVERYONE = frozenset(("announce", "announcement", "broadcast", "everyone", "everybody",
                          "everywhere", "house", "home", "family", "speakers", "all", "whole"))
