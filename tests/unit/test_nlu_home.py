@@ -1954,3 +1954,31 @@ def test_a_device_let_keep_running_a_final_yeah_who_forgot_a_remark_on_how_and_n
     # the weather is asked in words about it
     assert not home.parse("is it just me or does this apartment get smaller every year").accepted
     assert home.parse("what's it like out there").intent == "HassGetWeather"
+
+
+def test_names_without_accents_barred_and_plugged_ata_the_x_of_the_y_and_a_track_by_title(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("living room", "kids room"), (),
+        {"main door": "lock", "chauffe-moteur": "switch", "floodlight": "light",
+         "dépanneur": "todo", "closing up": "todo", "kids room heater": "climate",
+         "gramophone": "media_player"}))
+    p = home.parse("add beer to the depanneur list")     # typed without its accent
+    assert (p.intent, p.slots.get("name")) == ("HassListAddItem", "dépanneur")
+    # Quebec's "barrer" (locked), a block heater "plugged" (on), "unplug" it (off)
+    assert home.parse("is the main door barred?").slots.get("state") == "locked"
+    assert home.parse("is the chauffe-moteur plugged").slots.get("state") == "on"
+    p = home.parse("can you unplug the chauffe-moteur")
+    assert p.accepted and p.intent == "HassTurnOff"
+    p = home.parse("in one hour unplug the chauffe-moteur")
+    assert p.intent == "HassStartTimer" and \
+        p.slots.get("conversation_command") == "unplug the chauffe moteur"
+    assert home.parse("add unplug the block heater to the closing up list").slots.get(
+        "item") == "unplug the block heater"                # an item is kept as said
+    p = home.parse("ata off the floodlight, the car is parked")
+    assert p.accepted and p.intent == "HassTurnOff"
+    assert home.parse("how warm is it in the room of the kids").slots.get("area") == \
+        "kids room"
+    p = home.parse("play the track we'll meet again on the gramophone")
+    assert not (p.accepted and p.intent == "HassMediaPrevious")   # a title, not the one before
+    assert home.parse("play the previous track on the gramophone").intent == "HassMediaPrevious"

@@ -14,6 +14,7 @@ replaced by that name.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 
@@ -91,6 +92,13 @@ def mask_token(list_name: str, domain: str = "") -> list[str]:
     if list_name == "name":
         return ["@name", f"@{domain}"] if domain else ["@name"]
     return [f"@{list_name}"]
+
+
+def _unaccented(word: str) -> str:
+    """``word`` without its accents ("dépanneur" -> "depanneur")."""
+    if word.isascii():
+        return word
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 
 def phrase_words(name: str) -> tuple[str, ...]:
@@ -173,6 +181,9 @@ class HomeLists:
                 table.setdefault((*form[:-1], _LIT[form[-1]]), table[form])
         for form, hit in spelled:
             table.setdefault(form, hit)
+        for form, hit in list(table.items()):
+            table.setdefault(tuple(_unaccented(w) for w in form), hit)   # "depanneur list":
+            # the Dépanneur, as typed without its accent
         for word, floor in stair_floors(self.floors).items():
             table.setdefault((word,), ("floor", floor, ""))   # "the lights upstairs"
         # a room called by its last word, where no other room ends so ("the parlor": the
@@ -314,7 +325,7 @@ class HomeLists:
         while i < len(words):
             for n in range(min(self._longest, len(words) - i), 0, -1):
                 span = tuple(words[i:i + n])
-                hit = self._table.get(span)
+                hit = self._table.get(span) or self._table.get(tuple(map(_unaccented, span)))
                 if hit is None and len(flat := "".join(span)) >= _MIN_JOINED:
                     hit = self._joined.get(flat)
                 if hit is None and n == 1 and span in self._heads and \

@@ -405,6 +405,8 @@ _MAKE_THAT = [["make", "that"], ["make", "it"], ["change", "that"], ["change", "
 # racket, send it back to base"; not "someone's at the door, pause it")
 _ROBOTS = frozenset(("hoover", "vacuum", "roomba", "mower", "robot"))
 # what may follow "play the last" when it asks for the track before
+# what says the track before ("play the previous track", "the last song again")
+_BEFORE_SAID = frozenset(("last", "previous", "before", "back", "prior", "earlier"))
 _AFTER_LAST = DETERMINERS | _TO_PLACE | MEDIA_ITEMS | frozenset(
     ("item", "one", "please", "now", "again", "here", "there"))
 # a question, then another way of asking it ("... still on or did you turn it off")
@@ -598,6 +600,23 @@ class HomeModel:
             if by in _BESIDE and words[i + 2] in _OWNED and \
                     (words[i + 3], thing) in self._two_word_names:
                 return [*words[:i], words[i + 3], thing, *words[i + 4:]]
+        return words
+
+    def _of_said(self, words: list[str]) -> list[str]:
+        """``words`` with a device or room said "the X of the Y" (French, Spanish and Hindi
+        word order: "the room of the kids", "the fan of the kitchen") said "the Y X", where
+        that is a whole name or room of the home and "the X of the Y" is none."""
+        for i in range(1, len(words) - 3):
+            if words[i + 1] != "of" or words[i + 2] not in _OWNED or not words[i].isalpha():
+                continue
+            for k in (2, 1):
+                said = [*words[i + 3:i + 3 + k], words[i]]
+                if len(said) < k + 1:
+                    continue
+                hit = self.lists.matches(said)
+                if len(hit) == 1 and (hit[0].start, hit[0].end) == (0, len(said)) and \
+                        not self.lists.matches(words[i:i + 3 + k]):
+                    return [*words[:i], *said, *words[i + 3 + k:]]
         return words
 
     def _first_named(self, words: list[str]) -> list[str]:
@@ -907,7 +926,7 @@ class HomeModel:
         # now ("in 30 minutes turn off the sprinklers" was a plain timer): it is read again
         # when the timer rings, and announced as not done if still not understood ("on"/"off"
         # said as the verb: "in one hour off the bedroom aircon")
-        carried = now.accepted or leading_word(command) in COMMAND_VERBS | {"on", "off"}
+        carried = now.accepted or leading_word(command) in COMMAND_VERBS | {"on", "off", "unplug"}
         if not (carried and is_action(now.intent)) or now.intent in TIMER_INTENTS or \
                 now.intent == "HassBroadcast" or REQUIRED.get(now.intent) == ("item",):
             return None
@@ -1188,7 +1207,8 @@ class HomeModel:
                 # from "yale locked", the state kept)
                 words = repaired
         words = self.lists.reordered(words)
-        words = self._first_named(self._list_first(self._loosely_named(self._placed(words))))
+        words = self._first_named(self._list_first(self._loosely_named(
+            self._placed(self._of_said(words)))))
         options: list[list[Match]] = [self._in_title(words, named_once(
             not_the_verb(words, self.lists.matches(words))))]
         if (passed := addressed(words, options[0])) is not words:
@@ -1278,8 +1298,9 @@ class HomeModel:
             if len(called) == 1:
                 slots["name"] = called.pop()
                 fixed = {k: v for k, v in fixed.items() if k != "domain"}   # (its own domain)
-        verbs = set(masked[:masked.index("@name")] if "@name" in masked else masked[:2]) \
-            if intent in ("HassTurnOn", "HassTurnOff") else set()
+        lead = lead_at(masked, BEFORE_REQUEST)      # ("can you open the lights in ...")
+        verbs = set(masked[:masked.index("@name")] if "@name" in masked else
+                    masked[lead:lead + 2]) if intent in ("HassTurnOn", "HassTurnOff") else set()
         if intent in ("HassTurnOn", "HassTurnOff") and "@name" in masked:
             # and the way said right after the name ("buzz the close door open", "humidifier
             # close please")
@@ -1450,6 +1471,13 @@ class HomeModel:
                                       if not w.startswith("@") and w not in _AFTER_LAST]:
             missing = ("name",)      # "play last christmas in the kitchen": a title, not the
             # track before ("play the last item in the porch" is)
+        if not missing and intent == "HassMediaPrevious" and leading_word(masked) == "play" and \
+                not set(masked) & _BEFORE_SAID and any(
+                    w in ("track", "song") and [x for x in masked[i + 1:]
+                                                if x not in _AFTER_LAST | {"before"}]
+                    for i, w in enumerate(masked)):
+            missing = ("name",)      # "play the track we'll meet again": its title, not the
+            # track before
         if not missing and intent not in TIMER_INTENTS and "name" in slots and \
                 _after_name(masked) in _TIMER_WORDS:
             missing = ("name",)      # "scrap the hot tub timer": the timer, not the hot tub

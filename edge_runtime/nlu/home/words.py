@@ -4,6 +4,7 @@ commands (``model.HomeModel`` applies them; the classifier never sees these rule
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..numbers import NUMBER_WORDS
 
@@ -316,17 +317,33 @@ def typed_out(text: str) -> str:
 
 # "on" and "off" as the verbs themselves (Singapore, Malaysia: "off the lights lah", "can on
 # the aircon or not", "the water heater can off already")
-_ON_OFF_FIRST = re.compile(r"^((?:please\s+|can\s+|help\s+me\s+|quickly\s+)*)(on|off)\s+"
+_ON_OFF_FIRST = re.compile(r"^((?:please\s+|can\s+|help\s+me\s+|quickly\s+|just\s+|ata\s+|"
+                           r"sasa\s+|eh\s+|ebu\s+)*)(on|off)\s+"
                            r"(?=(?:the|all|my|our)\s)(?![^,;.]*\blist\b)", re.IGNORECASE)
 _CAN_ON_OFF = re.compile(r"^(?:the\s+)?([a-z][a-z' ]*?)\s+can\s+(on|off)(?:\s+already|\s+now)?"
                          r"(?=\s*(?:[,.!?]|$))", re.IGNORECASE)
 
 
+# a door "barred" is locked (Quebec's "barrer"); a device "plugged" (in) is on, "unplug" it
+# is to turn it off
+_LOCAL_WORDS: tuple[tuple[re.Pattern[str], Any], ...] = (
+    (re.compile(r"\bunbarred\b", re.I), "unlocked"),
+    (re.compile(r"\bbarred\b", re.I), "locked"),
+    (re.compile(r"^((?:please\s+|can\s+you\s+|could\s+you\s+)*)(un)?bar\s+(?=(?:the|my|our)\s)",
+                re.I), lambda m: f"{m.group(1)}{'un' if m.group(2) else ''}lock "),
+    (re.compile(r"\bunplugged\b", re.I), "off"),
+    (re.compile(r"\bplugged(?:\s+in)?(?=\s*(?:[?,.!]|$|still\b|now\b|right\b))", re.I), "on"),
+    (re.compile(r"^((?:please\s+|can\s+you\s+|could\s+you\s+)*)unplug\b", re.I), r"\1turn off"))
+
+
 def spoken_out(text: str) -> str:
     """``text`` with a dropped g written with an apostrophe put back, "like" before a number
-    dropped and "on"/"off" said as a verb said with "turn" (for reading a command: a message
-    to broadcast keeps them)."""
+    dropped, "barred" and "plugged" said as "locked" and "on", and "on"/"off" said as a verb
+    said with "turn" (for reading a command: a message to broadcast keeps them)."""
     text = _LIKE_NUMBER.sub(r"\1 ", _G_DROPPED.sub(r"\1ing", text))
+    if not re.search(r"\blist\b", text, re.I):     # (an item is kept as said)
+        for pattern, said in _LOCAL_WORDS:
+            text = pattern.sub(said, text)
     first = _ON_OFF_FIRST.match(text)
     if first and not set(re.findall(r"[a-z]+", text[first.end():].lower())) & COMMAND_VERBS:
         return f"{first.group(1)}turn {first.group(2)} {text[first.end():]}"
