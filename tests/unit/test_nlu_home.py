@@ -1982,3 +1982,37 @@ def test_names_without_accents_barred_and_plugged_ata_the_x_of_the_y_and_a_track
     p = home.parse("play the track we'll meet again on the gramophone")
     assert not (p.accepted and p.intent == "HassMediaPrevious")   # a title, not the one before
     assert home.parse("play the previous track on the gramophone").intent == "HassMediaPrevious"
+
+
+def test_a_tag_after_a_command_patois_spellings_telegraph_timers_and_typed_lists(
+        model: HomeModel) -> None:
+    home = model.with_lists(HomeLists(
+        ("front room", "conservatory"), (),
+        {"bay curtains": "cover", "garage door": "cover", "signal lamp": "light",
+         "nightstand lamps": "light", "kettle": "switch", "shopping list": "todo",
+         "rice cooker": "switch"}))
+    # "innit"/"yeah" after a command with no "is": the command (not a question)
+    for said, intent in (("front room lights off innit", "HassTurnOff"),
+                         ("lights on in the conservatory yeah", "HassTurnOn"),
+                         ("garage door open", "HassTurnOn")):      # typed, no "?": wanted
+        p = home.parse(said)
+        assert p.accepted and p.intent == intent, said
+    assert home.parse("garage door's closed, eh?").intent == "HassGetState"        # guard
+    assert home.parse("the rice cooker is off already, di ba?").intent == "HassGetState"
+    assert home.parse("put hard dough bread pon di shopping list").slots.get("item") == \
+        "hard dough bread"
+    p = home.parse("cancel di timer")
+    assert p.intent == "HassCancelTimer" and "name" not in p.slots
+    p = home.parse("set a timer for 2 min 30 sec")
+    assert (p.slots.get("minutes"), p.slots.get("seconds")) == (2, 30)
+    assert home.parse("timer 10 min pasta").slots.get("name") == "pasta"
+    p = home.parse("timer eggs less 3 min")
+    assert (p.intent, p.slots.get("name")) == ("HassDecreaseTimer", "eggs")
+    p = home.parse("stop timer eggs")
+    assert (p.intent, p.slots.get("name")) == ("HassCancelTimer", "eggs")
+    assert "name" not in home.parse("timer 20 minutes la").slots                 # guard
+    assert home.parse("add bread shopping list").slots.get("item") == "bread"
+    assert home.parse("add dish soap 2 shopping list").slots.get("item") == "dish soap"
+    p = home.parse("signal lamp off, nightstand lamps stay on")
+    assert (p.intent, p.slots.get("name")) == ("HassTurnOff", "signal lamp")
+    assert not home.parse("no need kettle on, tea already made").accepted

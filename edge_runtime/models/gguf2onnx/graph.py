@@ -25,10 +25,10 @@ norm weight before the projection takes the 1/s_k and the weight columns the s_k
 real numbers), then the weights are rounded to int8 per output column. Two projections per
 layer read a norm's output and are built so: the FFN gate/up (ffn_norm) and the attention
 QKV (attn_norm; with it a 48-token prefill 1.17x / 1.23-1.25x faster and a decode step
-1.07x / 1.00-1.04x on Gemma 3 270M / SmolLM2-135M, ``benchmarks.llm_ab``, top-1 unchanged at
-0.9748 / 0.9812). The down projection stays MatMulNBits (its input, the GLU product, lost too much at
-per-row int8: Gemma 3 270M top-1 0.96 -> 0.89 with it, smoothed or not), and so does the
-attention output (no norm before it to take the smoothing).
+1.07x / 1.00-1.04x on Gemma 3 270M / SmolLM2-135M, ``benchmarks.llm_ab``, top-1 unchanged
+at 0.9748 / 0.9812). The down projection stays MatMulNBits (its input, the GLU product, lost
+too much at per-row int8: Gemma 3 270M top-1 0.96 -> 0.89 with it, smoothed or not), and so
+does the attention output (no norm before it to take the smoothing).
 """
 from __future__ import annotations
 

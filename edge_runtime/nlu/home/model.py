@@ -405,6 +405,11 @@ _MAKE_THAT = [["make", "that"], ["make", "it"], ["change", "that"], ["change", "
 # racket, send it back to base"; not "someone's at the door, pause it")
 _ROBOTS = frozenset(("hoover", "vacuum", "roomba", "mower", "robot"))
 # what may follow "play the last" when it asks for the track before
+# what makes a statement of a device's state ("the blinds are down, aren't they", "the
+# tilt door's shut", "we didn't leave the heated floor on, did we")
+_STATED = re.compile(r"'s\b|’s\b|\b(?:is|are|was|were|been|be|left|leave|still|stays?|stayed|"
+                     r"did|didn'?t|do|don'?t|does|doesn'?t|have|has|had|already|i|we|you|he|"
+                     r"she|they|turned|switched|shut|closed|locked|put)\b", re.I)
 # what says the track before ("play the previous track", "the last song again")
 _BEFORE_SAID = frozenset(("last", "previous", "before", "back", "prior", "earlier"))
 _AFTER_LAST = DETERMINERS | _TO_PLACE | MEDIA_ITEMS | frozenset(
@@ -769,15 +774,18 @@ class HomeModel:
             clauses = [text]
         if len(clauses) > 1 and tuple(normalize_text(clauses[-1]).split()) in TAGS:
             # a question's tag, as its own clause ("..., aren't they?", "..., have I?")
-            text = self._tag_asked(" ".join(clauses[:-1])) or text
+            asked_so = "?" if clauses[-1].rstrip().endswith("?") else ""
+            text = self._tag_asked(" ".join(clauses[:-1]) + asked_so) or text
             clauses = [c for c in _CLAUSE.split(text) if normalize_text(c).split()]
         elif len(clauses) == 1:
             words = normalize_text(text).split()
             tag = next((n for n in (2, 1) if len(words) > n + 2 and
                         tuple(words[-n:]) in TAGS), 0)
             if tag:                # the same, its comma not written ("... still on isn't it")
-                text = self._tag_asked(" ".join(words[:-tag])) or text
+                text = self._tag_asked(" ".join(words[:-tag]) +
+                                       ("?" if text.rstrip().endswith("?") else "")) or text
                 clauses = [text]
+        text = self._stated_as_wanted(text)
         whole = self._parse(text)
         if len(clauses) < 2:
             return whole
@@ -949,17 +957,39 @@ class HomeModel:
             message = " ".join(typed[len(said) - len(message.split()):]).rstrip(".!?,;") or message
         return message
 
+    def _stated_as_wanted(self, text: str) -> str:
+        """A device and "open" or "closed", typed with no article and no question mark
+        ("garage door open"): the state wanted, said as the command ("open the garage door"); else
+        ``text``."""
+        words = normalize_text(text).split()
+        if text.rstrip().endswith("?") or len(words) < 2 or words[-1] not in ("open", "closed") \
+                or words[0] in DETERMINERS or "'" in text or "’" in text:
+            return text    # (not "the garage door closed": what it did; nor "garage door's
+            # closed, eh?")
+        named = words[:-1]
+        found = self.lists.matches(named)
+        if len(found) != 1 or found[0].slot != "name" or \
+                (found[0].start, found[0].end) != (0, len(named)):
+            return text
+        return f"{'open' if words[-1] == 'open' else 'close'} the {' '.join(named)}"
+
     def _tag_asked(self, said: str) -> str | None:
         """A statement asked by its tag ("the pleated blinds are down, aren't they?", "I
         think I've left the immersion on, have I?"), as the question it is ("is the pleated
-        blinds down"); None when it names no device or area and state, or commands ("turn
+        blinds down"); without its tag when it says no "is" ("front room lights off innit":
+        a command); None when it names no device or area and state, or commands ("turn
         it on, yeah?", "okay, I'll put the kettle on, yeah")."""
         words = normalize_text(said).split()
         found = [m for m in self.lists.matches(words) if m.slot in ENTITY_SLOTS]
         state = next((w for w in reversed(words) if w in STATES - {"on", "off"}), None) or \
             next((w for w in reversed(words) if w in STATES), None)   # ("closed off": closed)
-        if not found or state is None or set(words) & (COMMAND_VERBS - _STATE_VERBS):
+        if not found or state is None or set(words) & (COMMAND_VERBS - _STATE_VERBS) and \
+                not (words[0] in COMMAND_VERBS and not said.rstrip().endswith("?")):
             return None
+        if not said.rstrip().endswith("?") and (
+                words[0] in COMMAND_VERBS or state in ("on", "off", "open") and
+                not _STATED.search(said)):
+            return said    # "front room lights off innit": a command with a tag, no statement
         m = found[0]
         return " ".join(["is", "the", *words[m.start:m.end], state])
 

@@ -115,8 +115,10 @@ def negated(masked: list[str]) -> bool:
                                    masked[i + 1:i + 2] in (["on"], ["off"]) or
                                    any(masked[j:j + 2] in (["to", "on"], ["to", "off"])
                                        for j in range(i + 1, i + 4)))
-               for i, w in enumerate(masked))   # ("don't off the floodlight yet", "abeg do
-    # not off the inverter", "no need to on the AC")
+               for i, w in enumerate(masked)) or \
+        masked[:2] == ["no", "need"] and masked[2:3] != ["to"] and \
+        bool({"on", "off"} & set(masked[2:6]))   # ("don't off the floodlight yet", "abeg
+    # do not off the inverter", "no need to on the AC", "no need kettle on, tea made")
 
 
 def declined(masked: list[str]) -> bool:
@@ -209,6 +211,8 @@ _SPARED = re.compile(r"[,;.!]\s*(?:but\s+|and\s+)?(?:not\b|leave\b|keep\b|no\s+n
                      r"\b[^,;.!]*[.!]?$|"
                      r"[,;.!][^,;.!]*(?:'s|\s+is|\s+are)\s+(?:fine|ok|okay|alright)\b[^,;.!]*[.!]?$|"
                      r"[,;.!]\s*(?:the|my|our)\s+[^,;.!]*?\s+no\s+need\b[^,;.!]*[.!]?$|"
+                     r"[,;.!]\s*(?:the\s+|my\s+|our\s+)?[^,;.!]*?\s+(?:stays?|remains?)\s+"
+                     r"(?:on|off|open|closed|lit)\b[^,;.!]*[.!]?$|"
                      r"[,;.!]\s*(?:but\s+|and\s+)?let\s+(?:the|my|our)\s+[^,;.!]*?\b(?:keep\s+"
                      r"(?:running|going|playing|on)|stay(?:\s+on)?)\b[^,;.!]*[.!]?$|"
                      r"\s+but\s+(?:leave|keep|not\s+(?:the|my|our|any))\s+[^,;.!]*[.!]?$|"
@@ -310,9 +314,31 @@ _LIKE_NUMBER = re.compile(rf"\b(on|to|at|around|about)\s+like\s+(?=(?:\d+|{_NUMB
                           re.IGNORECASE)
 
 
+# Jamaican English spelled as said ("tun off di light inna di kitchen", "pon di list")
+_PATOIS = {"di": "the", "pon": "on", "inna": "in", "tek": "take", "tun": "turn"}
+_PATOIS_SAID = re.compile(r"\b(?:di(?!\s+ba\b)|inna|tek|tun)\b(?=\s+\w)|"
+                          r"\bpon\b(?=\s+(?:di|the|mi|it)\b)", re.IGNORECASE)   # (not "di ba?")
+
+
+# a number's unit typed short ("2 min 30 sec")
+_UNIT_TYPED = re.compile(r"\b(\d+)\s*(min|mins|sec|secs|hr|hrs)\b", re.IGNORECASE)
+_UNIT_OF = {"min": "minutes", "mins": "minutes", "sec": "seconds", "secs": "seconds",
+            "hr": "hours", "hrs": "hours"}
+# a list typed without its "to" ("add bread shopping list")
+_LIST_NO_TO = re.compile(r"^(?!.*\b(?:to|on|onto|in|into|for)\s+(?:the\s+|my\s+|our\s+|me\s+|"
+                         r"mi\s+|your\s+)?"
+                         r"shopping\s+list\s*$)((?:please\s+)?(?:add|put)\s+\S.*?)\s+"
+                         r"((?:the\s+|my\s+)?shopping\s+list)\s*$", re.IGNORECASE)
+
+
 def typed_out(text: str) -> str:
-    """``text`` with a typist's "pls" said as "please" and "2" as "to" before a list."""
-    return _TO_TYPED.sub(" to ", _PLEASE_TYPED.sub("please", text))
+    """``text`` with a typist's "pls" said as "please", "2" as "to" before a list (or no
+    "to" at all), units typed short said whole, and Jamaican spellings of "the", "on",
+    "in", "take" and "turn" as those words."""
+    text = _PATOIS_SAID.sub(lambda m: _PATOIS[m.group(0).lower()], text)
+    text = _UNIT_TYPED.sub(lambda m: f"{m.group(1)} {_UNIT_OF[m.group(2).lower()]}", text)
+    text = _TO_TYPED.sub(" to ", _PLEASE_TYPED.sub("please", text))
+    return _LIST_NO_TO.sub(r"\1 to \2", text)
 
 
 # "on" and "off" as the verbs themselves (Singapore, Malaysia: "off the lights lah", "can on
@@ -353,11 +379,47 @@ def spoken_out(text: str) -> str:
     return text
 
 
+# a timer typed in telegraph style ("timer 10 minutes pasta", "timer eggs 8 minute", "timer
+# minus 1 minutes", "stop timer eggs")
+_DURATION = r"(?:\d+|an?|one|two|three|four|five|ten|fifteen|twenty|thirty|forty|sixty)\s+" \
+    r"(?:minutes?|hours?|seconds?)"
+_TIMER_TYPED = re.compile(rf"^timer\s+(?:(?P<dur1>{_DURATION})\s+(?P<name1>[a-z]+)|"
+                          rf"(?P<name2>[a-z]+)\s+(?P<dur2>{_DURATION}))\s*$", re.IGNORECASE)
+_TIMER_BY = re.compile(rf"^timer\s+(?:(?P<name>[a-z]+)\s+)?(?P<way>minus|less|plus|more|add)\s+"
+                       rf"(?P<dur>{_DURATION})\s*$", re.IGNORECASE)
+_TIMER_NAMED_AFTER = re.compile(r"^(stop|cancel|pause|resume|unpause|restart)\s+timer\s+"
+                                r"(?P<name>[a-z]+)\s*$", re.IGNORECASE)
+_NOT_A_TIMER_NAME = frozenset(("for", "of", "and", "at", "in", "on", "to", "minus", "less",
+                               "plus", "more", "please", "pls", "now", "the", "a", "an", "set",
+                               "start", "status", "left", "can", "ok", "okay", "lah", "thanks",
+                               "yeah", "yes", "quick", "only", "already", "mate", "bro",
+                               "add", "take", "remove", "cancel", "stop", "pause", "resume"))
+
+
+def _telegraphed(text: str) -> str:
+    said = text.strip()
+    m = _TIMER_TYPED.match(said)
+    if m:
+        name, dur = m["name1"] or m["name2"], m["dur1"] or m["dur2"]
+        if len(name) > 2 and name.lower() not in _NOT_A_TIMER_NAME and \
+                not said_number(name.lower()):     # (not "timer 20 minutes la")
+            return f"set a {name} timer for {dur}"
+    m = _TIMER_BY.match(said)
+    if m and (m["name"] is None or m["name"].lower() not in _NOT_A_TIMER_NAME):
+        timer = f"the {m['name']} timer" if m["name"] else "the timer"
+        return f"take {m['dur']} off {timer}" if m["way"].lower() in ("minus", "less") else \
+            f"add {m['dur']} to {timer}"
+    m = _TIMER_NAMED_AFTER.match(said)
+    if m and m["name"].lower() not in _NOT_A_TIMER_NAME:
+        return f"{m.group(1)} the {m['name']} timer"
+    return text
+
+
 def timer_heard(text: str) -> str:
     """``text`` with "for" where a recognizer wrote "four" between "timer" and its number, and
     without the pause between a timer named first and how long it runs (not "cancel the
     timer, two minutes left anyway")."""
-    text = _FOUR_FOR.sub(lambda m: f"{m.group(1)} for ", text)
+    text = _telegraphed(_FOUR_FOR.sub(lambda m: f"{m.group(1)} for ", text))
     m = _TIMER_PAUSE.match(text.strip())
     if m and not set(m.group(1).lower().split()) & (COMMAND_VERBS - {"set", "start"}):
         return m.group(1) + " " + text.strip()[m.end():]
