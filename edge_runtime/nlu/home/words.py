@@ -397,6 +397,9 @@ _NOT_A_TIMER_NAME = frozenset(("for", "of", "and", "at", "in", "on", "to", "minu
 
 
 def _telegraphed(text: str) -> str:
+    """A timer request typed telegraph-style said in full ("timer 10 minutes pasta": "set a
+    pasta timer for 10 minutes"; "timer eggs less 3 minutes": "take 3 minutes off the eggs
+    timer"; "stop timer eggs": "stop the eggs timer"); ``text`` when it is none."""
     said = text.strip()
     m = _TIMER_TYPED.match(said)
     if m:
@@ -416,9 +419,10 @@ def _telegraphed(text: str) -> str:
 
 
 def timer_heard(text: str) -> str:
-    """``text`` with "for" where a recognizer wrote "four" between "timer" and its number, and
-    without the pause between a timer named first and how long it runs (not "cancel the
-    timer, two minutes left anyway")."""
+    """``text`` with "for" where a recognizer wrote "four" between "timer" and its number, a
+    telegraph-style timer said in full (:func:`_telegraphed`), and without the pause between
+    a timer named first and how long it runs (not "cancel the timer, two minutes left
+    anyway")."""
     text = _telegraphed(_FOUR_FOR.sub(lambda m: f"{m.group(1)} for ", text))
     m = _TIMER_PAUSE.match(text.strip())
     if m and not set(m.group(1).lower().split()) & (COMMAND_VERBS - {"set", "start"}):
