@@ -322,10 +322,14 @@ class HomeLists:
         """Phrases of the lists in ``words``, longest first, not overlapping; names whose
         words are all in ``skip`` are not matched."""
         out, i = [], 0
+        bare = [_unaccented(w) for w in words]      # ("depanneur" typed for Dépanneur)
+        accented = bare != words
         while i < len(words):
             for n in range(min(self._longest, len(words) - i), 0, -1):
                 span = tuple(words[i:i + n])
-                hit = self._table.get(span) or self._table.get(tuple(map(_unaccented, span)))
+                hit = self._table.get(span)
+                if hit is None and accented:
+                    hit = self._table.get(tuple(bare[i:i + n]))
                 if hit is None and len(flat := "".join(span)) >= _MIN_JOINED:
                     hit = self._joined.get(flat)
                 if hit is None and n == 1 and span in self._heads and \

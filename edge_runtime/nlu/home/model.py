@@ -410,6 +410,8 @@ _ROBOTS = frozenset(("hoover", "vacuum", "roomba", "mower", "robot"))
 _STATED = re.compile(r"'s\b|’s\b|\b(?:is|are|was|were|been|be|left|leave|still|stays?|stayed|"
                      r"did|didn'?t|do|don'?t|does|doesn'?t|have|has|had|already|i|we|you|he|"
                      r"she|they|turned|switched|shut|closed|locked|put)\b", re.I)
+# a request ending in "open" or "closed" with no question mark ("garage door open")
+_ENDS_OPEN_CLOSED = re.compile(r"\b(?:open|closed)[\s.!]*$", re.I)
 # what says the track before ("play the previous track", "the last song again")
 _BEFORE_SAID = frozenset(("last", "previous", "before", "back", "prior", "earlier"))
 _AFTER_LAST = DETERMINERS | _TO_PLACE | MEDIA_ITEMS | frozenset(
@@ -961,9 +963,10 @@ class HomeModel:
         """A device and "open" or "closed", typed with no article and no question mark
         ("garage door open"): the state wanted, said as the command ("open the garage door"); else
         ``text``."""
+        if not _ENDS_OPEN_CLOSED.search(text) or "'" in text or "’" in text:
+            return text    # (most requests: no further work)
         words = normalize_text(text).split()
-        if text.rstrip().endswith("?") or len(words) < 2 or words[-1] not in ("open", "closed") \
-                or words[0] in DETERMINERS or "'" in text or "’" in text:
+        if len(words) < 2 or words[-1] not in ("open", "closed") or words[0] in DETERMINERS:
             return text    # (not "the garage door closed": what it did; nor "garage door's
             # closed, eh?")
         named = words[:-1]
