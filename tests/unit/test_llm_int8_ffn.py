@@ -1,5 +1,5 @@
-"""The int8 build (gguf2onnx.graph): the FFN gate/up and attention QKV projections as
-smoothed int8 GEMMs (DynamicQuantizeMatMul), calibrated on the numpy reference. Checked on tiny random GGUFs
+"""The int8 build (gguf2onnx.graph): the FFN gate/up, attention QKV and attention output
+projections as smoothed int8 GEMMs (DynamicQuantizeMatMul), calibrated on the numpy reference. Checked on tiny random GGUFs
 against the exact build and the reference; the fp16 variant keeps the blocks."""
 from __future__ import annotations
 
@@ -39,16 +39,16 @@ def test_int8_ffn_graph(builds, arch):
     assert json.loads((builds[arch, False] / "model_config.json").read_text())["int8_ffn"] is False
     ops, exact = _ops(builds[arch, True]), _ops(builds[arch, False])
     layers = cfg["num_layers"]
-    # per layer one for gate and up (then a Split) and one for Q, K and V together
-    assert ops.count("DynamicQuantizeMatMul") == 2 * layers
+    # per layer one for gate and up (then a Split), one for Q, K and V together and one for
+    # the attention output
+    assert ops.count("DynamicQuantizeMatMul") == 3 * layers
     assert "DynamicQuantizeMatMul" not in exact
-    # what stays in blocks: the attention output, the down projection and the head
+    # what stays in blocks: the down projection and the head
     kept = {w.split(".")[2] if w.startswith("blk.") else w.split(".")[0]
             for w in _nbits_weights(builds[arch, True])}
-    assert kept == {"attn_output", "ffn_down", "lm_head"}
-    assert {"attn_qkv", "ffn_gate_up"} <= {w.split(".")[2] for w in
-                                           _nbits_weights(builds[arch, False])
-                                           if w.startswith("blk.")}
+    assert kept == {"ffn_down", "lm_head"}
+    assert {"attn_qkv", "ffn_gate_up", "attn_output"} <= {
+        w.split(".")[2] for w in _nbits_weights(builds[arch, False]) if w.startswith("blk.")}
     assert exact.count("Split") == ops.count("Split")
     inits = {t.name for t in onnx.load(str(builds[arch, True] / "model.onnx"),
                                        load_external_data=False).graph.initializer}
@@ -75,13 +75,20 @@ def test_int8_qkv_with_bias_norms_or_one_fused_weight(tmp_path, arch):
 
     b = build_variants(tmp_path, {int8: {"int8_ffn": int8} for int8 in (False, True)},
                        archs=((arch, "Q4_1"),))
-    assert _ops(b[arch, True]).count("DynamicQuantizeMatMul") == 2 * json.loads(
+    assert _ops(b[arch, True]).count("DynamicQuantizeMatMul") == 3 * json.loads(
         (b[arch, True] / "model_config.json").read_text())["num_layers"]
     a, q = onnx_logits(b[arch, False], IDS), onnx_logits(b[arch, True], IDS)
     assert not np.array_equal(a, q)
     # within 10 % (qwen3's k_norm rescales the tiny random keys: 5.1 % here, the others < 5)
-    assert np.abs(a - q).max() < 0.1 * np.abs(a).max()
-    assert np.mean(a.argmax(-1) == q.argmax(-1)) >= 0.9
+    err = np.abs(a - q).max()
+    assert err < 0.1 * np.abs(a).max()
+    # the same next token wherever the exact build's top two are further apart than twice
+    # the largest error (a tiny random model's logits are often near-tied: qwen3 28 of 32)
+    top2 = np.sort(a, axis=-1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 2 * err
+    assert clear.sum() >= len(IDS) // 4
+    assert np.array_equal(a.argmax(-1)[clear], q.argmax(-1)[clear])
+    assert np.mean(a.argmax(-1) == q.argmax(-1)) >= 0.85
 
 
 def test_smoothing_is_exact_before_rounding(builds):
@@ -110,6 +117,42 @@ def test_smoothing_is_exact_before_rounding(builds):
         # every weight is off by at most half a step of its column, un-smoothed
         bound = 0.5 * col[:, None] / smooth[None, :] * (1 + 1e-4) + 1e-7
         assert (np.abs(back - w) <= bound).all()
+
+
+def test_output_smoothing_moves_into_v_exactly(builds):
+    """The attention output's input channels are V's channels weighted per head: dividing V's
+    output rows by s and multiplying the output weight's columns by s (one value per kv head
+    and dim, shared by the heads of a group) leaves V @ W_o unchanged in real numbers, and the
+    int8 weights round that within half a step per column."""
+    from edge_runtime.models.gguf2onnx.gguf_weights import dequantize, read_gguf
+    from edge_runtime.models.gguf2onnx.graph import _Builder
+    from edge_runtime.models.gguf2onnx.reference import ffn_input_ranges
+
+    model = read_gguf(builds["gemma3", "gguf"])
+    hp = model.hparams
+    attn: dict = {}
+    out: dict = {}
+    ranges = ffn_input_ranges(model, IDS, attn=attn, out=out)
+    assert sorted(out) == list(range(hp.n_layers))
+    assert all(v.shape == (hp.n_heads * hp.head_dim,) and (v > 0).all() for v in out.values())
+    b = _Builder(model, 4, 4, ffn_ranges=ranges, attn_ranges=attn, out_ranges=out)
+    mult, div = b.out_smoothing(0)
+    group = hp.n_heads // hp.n_kv_heads
+    assert group > 1 and div.shape == (hp.n_kv_heads * hp.head_dim,)
+    assert np.array_equal(mult.reshape(hp.n_kv_heads, group, hp.head_dim),
+                          np.repeat(div.reshape(hp.n_kv_heads, 1, hp.head_dim), group, axis=1))
+    assert not np.allclose(div, div[0])
+    smooth, q, col = b.int8_weights(["blk.0.attn_output.weight"], None, "o", smooth=mult)
+    assert np.array_equal(smooth, mult)
+    w = dequantize(model.tensors["blk.0.attn_output.weight"])
+    back = q.T.astype(np.float32) * col[:, None] / smooth[None, :]
+    assert np.abs(back - w).max() <= (0.5 * col[:, None] / smooth[None, :]).max() * 1.0001
+    # V's rows divided: the int8 values are those of the plain weights, the column scales / s
+    rows = np.ones(q.shape[0], np.float32)   # any [N] divisor: here the identity for o itself
+    _, q2, col2 = b.int8_weights(["blk.0.attn_output.weight"], None, "o2", smooth=mult,
+                                 row_div=rows * 2.0)
+    assert np.array_equal(q2, q) and np.allclose(col2, col / 2.0)
+    assert b.int8_ffn["o2"] == pytest.approx(b.int8_ffn["o"], rel=1e-5)
 
 
 def test_reference_embeds_only_the_rows_it_needs(builds):

@@ -20,9 +20,10 @@ from .tokenizer import write_tokenizer
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "gguf2onnx-6"   # 2: last-position logits; 3: architectures; 4: head in
+BUILDER_VERSION = "gguf2onnx-7"   # 2: last-position logits; 3: architectures; 4: head in
 #                                   row chunks, fp16 variant; 5: int8 gate/up in one node;
-#                                   6: int8 QKV too
+#                                   6: int8 QKV too; 7: int8 attention output, block sums by
+#                                   ReduceSum, the head's top 2 rescored exactly
 MODEL_FILE = "model.onnx"
 EXTERNAL_DATA_FILE = "model.onnx.data"
 
@@ -115,9 +116,10 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     ``out_dir``, so a failed build leaves the previously built model as it was.
     ``precision`` "fp16" builds the variant for the CUDA / TensorRT providers (fp16
     activations and KV cache, the same weight blocks; see :func:`.graph.build_graph`).
-    ``int8_ffn`` (fp32 builds; ignored for fp16) makes the FFN gate/up and the attention QKV
-    projections int8 GEMMs calibrated on :data:`.reference.CALIBRATION_TEXT` (prefill much
-    faster, an approximation the build log reports; see :mod:`.graph`).
+    ``int8_ffn`` (fp32 builds; ignored for fp16) makes the FFN gate/up, the attention QKV
+    and the attention output projections int8 GEMMs calibrated on
+    :data:`.reference.CALIBRATION_TEXT` (prefill much faster, an approximation the build log
+    reports; see :mod:`.graph`).
     """
     t0 = time.perf_counter()
     if precision not in PRECISIONS:
@@ -144,7 +146,7 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     return info
 
 
-def _calibrate_int8(model: GgufModel, out_dir: Path) -> tuple[dict, dict]:
+def _calibrate_int8(model: GgufModel, out_dir: Path) -> tuple[dict, dict, dict]:
     """The int8 build's calibration: (FFN input ranges, attention input ranges) of the numpy
     reference over CALIBRATION_TEXT, tokenized as the engine feeds a prompt."""
     from .reference import CALIBRATION_TEXT, ffn_input_ranges, text_ids
@@ -152,10 +154,11 @@ def _calibrate_int8(model: GgufModel, out_dir: Path) -> tuple[dict, dict]:
     ids = text_ids(model, out_dir, CALIBRATION_TEXT)
     t0 = time.perf_counter()
     attn: dict = {}
-    ffn = ffn_input_ranges(model, ids, attn=attn)
+    out: dict = {}
+    ffn = ffn_input_ranges(model, ids, attn=attn, out=out)
     log.info("int8 projections calibrated on %d tokens in %.1f s", len(ids),
              time.perf_counter() - t0)
-    return ffn, attn
+    return ffn, attn, out
 
 
 def _swap_dir(new: Path, out_dir: Path) -> None:
@@ -177,19 +180,21 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
     out_dir.chmod(0o755)
     write_tokenizer(model, out_dir)
     report: dict = {}
-    ffn, attn = _calibrate_int8(model, out_dir) if int8_ffn else (None, None)
+    ffn, attn, out = _calibrate_int8(model, out_dir) if int8_ffn else (None, None, None)
     proto = build_graph(model, accuracy_level=accuracy_level,
                         lm_head_accuracy_level=lm_head_accuracy_level, last_only=last_only,
-                        report=report, precision=precision, ffn_ranges=ffn, attn_ranges=attn)
+                        report=report, precision=precision, ffn_ranges=ffn, attn_ranges=attn,
+                        out_ranges=out)
     types = dict(Counter(t.qtype for t in model.tensors.values()))
     for name, (qtype, err) in sorted(report["approximated"].items()):
         log.warning("%s: GGUF type %s has no exact ONNX form; re-quantized to 8-bit blocks of "
                     "32, max abs error vs the GGUF dequantization %.3g", name, qtype, err)
     if report["int8_ffn"]:
-        log.warning("int8 build: %d projections (each layer's FFN gate/up and attention "
-                    "QKV) are int8 GEMMs (smoothed, per-column int8 weights, int8 "
-                    "activations), largest abs weight error %.3g; `models check` measures "
-                    "the cost", len(report["int8_ffn"]), max(report["int8_ffn"].values()))
+        log.warning("int8 build: %d projections (each layer's FFN gate/up, attention "
+                    "QKV and attention output) are int8 GEMMs (smoothed, per-column int8 "
+                    "weights, int8 activations), largest abs weight error %.3g; `models "
+                    "check` measures the cost", len(report["int8_ffn"]),
+                    max(report["int8_ffn"].values()))
     if not report["approximated"]:
         log.info("%s weight blocks mapped exactly (%s)",
                  "the other" if report["int8_ffn"] else "all", types)

@@ -11,7 +11,10 @@ llama.cpp's "norm" rope on Llama's permuted Q/K rows, halves ("neox") for the ot
 sliding window through ``local_window_size``; per-layer rope tables). When the caller binds the same
 buffer to ``past_key_values.i.*`` and ``present.i.*`` (shape [B,kv,max_len,hd]) GQA appends in
 place: the engine's KV cache is allocated once. Linear layers are ``MatMulNBits``; see
-:mod:`.quant` for the exact block mapping.
+:mod:`.quant` for the exact block mapping (a block form with offsets adds the block sums of
+the input, a Reshape and a ReduceSum, times the offsets). With a tied head (fp32), the head's
+best HEAD_RESCORE logits are recomputed in fp32 from the embedding table's exact rows
+(:meth:`_Builder.rescore_top`).
 
 The int8 build (``ffn_ranges`` and ``attn_ranges``, fp32 only; the manifest's ``int8_ffn``)
 is the one approximate mapping chosen on purpose: onnxruntime's MatMulNBits runs a prefill of
@@ -26,9 +29,11 @@ real numbers), then the weights are rounded to int8 per output column. Two proje
 layer read a norm's output and are built so: the FFN gate/up (ffn_norm) and the attention
 QKV (attn_norm; with it a 48-token prefill 1.17x / 1.23-1.25x faster and a decode step
 1.07x / 1.00-1.04x on Gemma 3 270M / SmolLM2-135M, ``benchmarks.llm_ab``, top-1 unchanged
-at 0.9748 / 0.9812). The down projection stays MatMulNBits (its input, the GLU product, lost
-too much at per-row int8: Gemma 3 270M top-1 0.96 -> 0.89 with it, smoothed or not), and so
-does the attention output (no norm before it to take the smoothing).
+at 0.9748 / 0.9812). The attention output is the third: its input channel (head h, dim d)
+is V's channel (h's kv head, d) weighted by h's attention, so V's output rows take the 1/s_k
+(one value per kv head and dim, :meth:`_Builder.out_smoothing`). The down projection stays
+MatMulNBits (its input, the GLU product, lost too much at per-row int8: Gemma 3 270M top-1
+0.96 -> 0.89 with it, smoothed or not).
 """
 from __future__ import annotations
 
@@ -45,6 +50,13 @@ OPSET = 17
 # holds one chunk twice instead of the whole head (Gemma 3's 262k x 640 in 8 chunks: peak
 # RSS 701 -> 543 MB; SmolLM2's 49k x 576 in 2: 255 -> 236 MB; decode no slower)
 HEAD_CHUNK_ROWS = 32768
+# The output head's largest logits recomputed exactly (rescore_top). SmolLM2-135M top-1
+# agreement with the fp32 reference on two excerpts of the design notes (1,200 tokens; not
+# the `models check` text): 1,140 with the int8 head, 1,146 with an exact fp32 head, 1,147 /
+# 1,146 / 1,146 rescoring the best 2 / 3 / 4. Each candidate row is a Gather from the
+# memory-mapped table, whose page faults map ~64 KB around it into the process (Gemma 3's
+# peak RSS +49 MB over 64 tokens with 8 candidates): 2 keeps that small.
+HEAD_RESCORE = 2
 IR_VERSION = 10  # onnxruntime >= 1.20 reads IR 10; onnx 1.23 would default to a newer one
 # The int8 FFN's share of each channel's range moved onto the weights. Chosen on a 672-token
 # selection text (an excerpt of the design notes; neither the calibration nor the `models
@@ -94,10 +106,12 @@ class _Builder:
     def __init__(self, model: GgufModel, accuracy_level: int, lm_head_accuracy_level: int,
                  last_only: bool = True, precision: str = "fp32",
                  ffn_ranges: dict[int, np.ndarray] | None = None,
-                 attn_ranges: dict[int, np.ndarray] | None = None) -> None:
+                 attn_ranges: dict[int, np.ndarray] | None = None,
+                 out_ranges: dict[int, np.ndarray] | None = None) -> None:
         self.last_only = last_only
         self.ffn_ranges = ffn_ranges
         self.attn_ranges = attn_ranges
+        self.out_ranges = out_ranges
         self.m = model
         self.hp: LlamaHParams = model.hparams
         self.spec = self.hp.spec
@@ -142,7 +156,7 @@ class _Builder:
         if w.mins is None:
             return y
         # block offsets: y += (sum over each block of x) @ offsets (exact)
-        (xs,) = g.op("MatMul", [x, self.block_sum_matrix(w.k, w.block)])
+        xs = self.block_sums(x, w.k, w.block)
         (corr,) = g.op("MatMul", [xs, g.const(f"{prefix}.offsets", w.mins)])
         return g.op("Add", [y, corr], outputs=outs)[0]
 
@@ -171,14 +185,23 @@ class _Builder:
         sz = self.g.const(self.g.name("split_sizes"), np.array(sizes, np.int64))
         return self.g.op("Split", [y, sz], n_out=len(sizes), axis=-1)
 
-    def block_sum_matrix(self, k: int, block: int) -> str:
-        """[K, K/block] 0/1 matrix: x @ S = per-block sums of x (one node instead of two)."""
-        name = f"block_sum_{k}_{block}"
-        if name not in self._made:
-            self._made.add(name)
-            self.g.const(name, np.kron(np.eye(k // block, dtype=np.float32),
-                                       np.ones((block, 1), np.float32)))
-        return name
+    def block_sums(self, x: str, k: int, block: int) -> str:
+        """[..., K] -> [..., K/block]: the sum of each block of x (a Reshape and a ReduceSum:
+        a decode step 1-4 % faster than a MatMul by a [K, K/block] 0/1 matrix, which read
+        ~10 MB per SmolLM2 token, benchmarks.llm_ab)."""
+        g = self.g
+        shape = f"shape_blocks_{k}_{block}"
+        if shape not in self._made:
+            self._made.add(shape)
+            g.const(shape, np.array([0, 0, k // block, block], np.int64))
+        (xb,) = g.op("Reshape", [x, shape])
+        return g.op("ReduceSum", [xb, self.axis_last()], keepdims=0)[0]
+
+    def axis_last(self) -> str:
+        if "axis_last" not in self._made:
+            self._made.add("axis_last")
+            self.g.const("axis_last", np.array([-1], np.int64))
+        return "axis_last"
 
     def rms(self, residual: str, branch: str | None, weight: str,
             divide: np.ndarray | None = None) -> tuple[str, str]:
@@ -214,34 +237,51 @@ class _Builder:
     def embedding(self) -> str:
         """Token embedding: Gather rows of the (unpacked) block table and scale them."""
         g, hp = self.g, self.hp
-        w = self.weight("token_embd.weight")
-        if isinstance(w, np.ndarray):
-            (x,) = g.op("Gather", [g.const("embed.W", w.astype(np.float32)), "input_ids"], axis=0)
-        else:
-            nb = w.k // w.block
-            q = w.b if w.bits == 8 else np.stack([w.b & 0x0F, w.b >> 4], -1)
-            q = q.reshape(w.n, nb, w.block)
-            zps = (np.full(1, 8, np.uint8) if w.zero_points is None else
-                   w.zero_points if w.bits == 8 else None)
-            if zps is None or np.any(zps != zps.flat[0]):
-                raise ValueError("token_embd: per-block 4-bit zero points are not supported")
-            (rows,) = g.op("Gather", [g.const("embed.B", q), "input_ids"], axis=0)
-            (rows_f,) = g.op("Cast", [rows], to=g.float_type)
-            (centered,) = g.op("Sub", [rows_f, g.const("embed.zp",
-                                                        np.array(zps.flat[0], np.float32))])
-            scales = g.const("embed.scales", w.scales.reshape(w.n, nb, 1))
-            (sc,) = g.op("Gather", [scales, "input_ids"], axis=0)            # [B,S,nb,1]
-            (vals,) = g.op("Mul", [centered, sc])
-            if w.mins is not None:
-                offs = g.const("embed.offsets", np.ascontiguousarray(w.mins.T).reshape(w.n, nb, 1))
-                (off,) = g.op("Gather", [offs, "input_ids"], axis=0)
-                (vals,) = g.op("Add", [vals, off])
-            (x,) = g.op("Reshape", [vals, g.const("shape_hidden",
-                                                  np.array([0, 0, hp.hidden], np.int64))])
+        x = self.table_rows("input_ids")
         if self.spec.embed_scale:
             (x,) = g.op("Mul", [x, g.const("embed_scale",
                                            np.array(np.sqrt(hp.hidden), np.float32))])
         return x
+
+    def table_rows(self, ids: str) -> str:
+        """fp32 rows ``ids`` [...] -> [..., hidden] of the token embedding table, dequantized
+        exactly from its blocks (Gather of the unpacked values, scales and offsets; the
+        initializers are made once and shared by every caller)."""
+        g, hp = self.g, self.hp
+        w = self.weight("token_embd.weight")
+        first = "embed.table" not in self._made
+        self._made.add("embed.table")
+        if isinstance(w, np.ndarray):
+            if first:
+                g.const("embed.W", w.astype(np.float32))
+            return g.op("Gather", ["embed.W", ids], axis=0)[0]
+        nb = w.k // w.block
+        zps = (np.full(1, 8, np.uint8) if w.zero_points is None else
+               w.zero_points if w.bits == 8 else None)
+        if zps is None or np.any(zps != zps.flat[0]):
+            raise ValueError("token_embd: per-block 4-bit zero points are not supported")
+        if first:
+            q = w.b if w.bits == 8 else np.stack([w.b & 0x0F, w.b >> 4], -1)
+            g.const("embed.B", q.reshape(w.n, nb, w.block))
+            g.const("embed.zp", np.array(zps.flat[0], np.float32))
+            g.const("embed.scales", w.scales.reshape(w.n, nb, 1))
+            if w.mins is not None:
+                g.const("embed.offsets", np.ascontiguousarray(w.mins.T).reshape(w.n, nb, 1))
+        (rows,) = g.op("Gather", ["embed.B", ids], axis=0)
+        (rows_f,) = g.op("Cast", [rows], to=g.float_type)
+        (centered,) = g.op("Sub", [rows_f, "embed.zp"])
+        (sc,) = g.op("Gather", ["embed.scales", ids], axis=0)            # [..., nb, 1]
+        (vals,) = g.op("Mul", [centered, sc])
+        if w.mins is not None:
+            (off,) = g.op("Gather", ["embed.offsets", ids], axis=0)
+            (vals,) = g.op("Add", [vals, off])
+        # [B, S, nb, block] -> [B, S, hidden]; [B, S, k, nb, block] -> [B, S, k, hidden]
+        keep = 2 if ids == "input_ids" else 3
+        shape = f"shape_rows_{keep}"
+        if shape not in self._made:
+            self._made.add(shape)
+            g.const(shape, np.array([0] * keep + [hp.hidden], np.int64))
+        return g.op("Reshape", [vals, shape])[0]
 
     def rope_tables(self, base: float, scale: float, name: str) -> tuple[str, str]:
         inv = rope_inv_freq(self.m, base, scale)
@@ -268,7 +308,16 @@ class _Builder:
         p = f"blk.{i}"
         qkv_names = ([f"{p}.attn_qkv.weight"] if spec.fused_qkv else
                      [f"{p}.attn_{n}.weight" for n in "qkv"])
-        int8_qkv = (self.int8_weights(qkv_names, self.attn_ranges[i], f"{p}.attn_qkv")
+        # the int8 attention output's smoothing goes into V (see out_smoothing)
+        o_smooth = (self.out_smoothing(i) if self.out_ranges is not None
+                    and self.attn_ranges is not None else None)
+        v_div = None
+        if o_smooth is not None:
+            v_div = np.ones(hp.n_heads * hp.head_dim + 2 * hp.n_kv_heads * hp.head_dim,
+                            np.float32)
+            v_div[-hp.n_kv_heads * hp.head_dim:] = o_smooth[1]
+        int8_qkv = (self.int8_weights(qkv_names, self.attn_ranges[i], f"{p}.attn_qkv",
+                                      row_div=v_div)
                     if self.attn_ranges is not None else None)
         xn, x = self.rms(x, branch, f"{p}.attn_norm.weight",
                          None if int8_qkv is None else int8_qkv[0])
@@ -280,6 +329,8 @@ class _Builder:
             if spec.qkv_bias:
                 bias = np.concatenate([dequantize(self.m.tensors[f"{p}.attn_{n}.bias"])
                                        .reshape(-1) for n in "qkv"]).astype(np.float32)
+                if v_div is not None:
+                    bias = bias / v_div
                 (packed,) = g.op("Add", [packed, g.const(f"{p}.attn_qkv.bias", bias)])
         elif spec.fused_qkv:
             packed, parts = self.linear(xn, self.weight(f"{p}.attn_qkv.weight"),
@@ -308,8 +359,14 @@ class _Builder:
             # keys with q - k < window (llama.cpp's and transformers' mask): ORT's
             # local_window_size is that window (checked against the reference in the tests)
             local_window_size=hp.sliding_window if sliding else -1)
-        o = self.linear(attn, self.weight(f"{p}.attn_output.weight"), f"{p}.attn_output",
-                        self.acc)
+        if o_smooth is not None:
+            o = self.int8_linear(attn, self.int8_weights([f"{p}.attn_output.weight"], None,
+                                                         f"{p}.attn_output",
+                                                         smooth=o_smooth[0]),
+                                 f"{p}.attn_output")
+        else:
+            o = self.linear(attn, self.weight(f"{p}.attn_output.weight"), f"{p}.attn_output",
+                            self.acc)
         if spec.post_norms:
             o, _ = self.rms(o, None, f"{p}.post_attention_norm.weight")
         gu_names = ([f"{p}.ffn_up.weight"] if spec.fused_gate_up else
@@ -340,24 +397,50 @@ class _Builder:
             down, _ = self.rms(down, None, f"{p}.post_ffw_norm.weight")
         return h, down
 
-    def int8_weights(self, names: list[str], ranges: np.ndarray,
-                     key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def out_smoothing(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """The int8 attention output's smoothing for layer ``i``: (multipliers [n_heads *
+        head_dim] of the output weight's columns, divisors [n_kv_heads * head_dim] of V).
+        Each input channel (head h, dim d) is V's channel (h's kv head, d) weighted by h's
+        attention, so a divisor on V's output row divides every head of its group: the
+        smoothing is one value per (kv head, d), from the group's largest range and weight."""
+        hp = self.hp
+        group = hp.n_heads // hp.n_kv_heads
+        w = dequantize(self.m.tensors[f"blk.{i}.attn_output.weight"]).astype(np.float32)
+
+        def per_kv(v: np.ndarray) -> np.ndarray:
+            return v.reshape(hp.n_kv_heads, group, hp.head_dim).max(axis=1)
+
+        a = np.maximum(per_kv(self.out_ranges[i]), 1e-5)            # type: ignore[index]
+        wk = np.maximum(per_kv(np.abs(w).max(axis=0)), 1e-5)
+        s = (a ** FFN_SMOOTH_ALPHA / wk ** (1 - FFN_SMOOTH_ALPHA)).astype(np.float32)
+        return np.repeat(s[:, None, :], group, axis=1).reshape(-1), s.reshape(-1)
+
+    def int8_weights(self, names: list[str], ranges: np.ndarray | None, key: str,
+                     smooth: np.ndarray | None = None, row_div: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """An int8 projection of the normed input (see the module docstring) for the weights
         ``names`` stacked, its input's channel ``ranges`` from the calibration: (smoothing
         divisors [K], int8 weights [K, N], per-column scales [N]); records its max abs weight
-        error under ``key``."""
+        error under ``key``. ``smooth``: divisors chosen by the caller instead (``ranges``
+        unused); ``row_div``: [N] divisors of the outputs (the attention output's smoothing
+        moved into V: only the column scales change)."""
         # the GGUF's own values (the blocks' re-pack is exact), not cached as blocks: these
         # weights never become MatMulNBits nodes
         w = np.concatenate([dequantize(self.m.tensors[n]) for n in names],
                            axis=0).astype(np.float32)
-        a = np.maximum(ranges, 1e-5)
-        wk = np.maximum(np.abs(w).max(axis=0), 1e-5)
-        smooth = (a ** FFN_SMOOTH_ALPHA / wk ** (1 - FFN_SMOOTH_ALPHA)).astype(np.float32)
+        if row_div is not None:
+            w = w / row_div[:, None]
+        if smooth is None:
+            a = np.maximum(ranges, 1e-5)                             # type: ignore[arg-type]
+            wk = np.maximum(np.abs(w).max(axis=0), 1e-5)
+            smooth = (a ** FFN_SMOOTH_ALPHA / wk ** (1 - FFN_SMOOTH_ALPHA)).astype(np.float32)
         ws = w * smooth[None, :]
         col = np.abs(ws).max(axis=1) / 127.0
         col[col == 0] = 1.0
         q = np.clip(np.rint(ws / col[:, None]), -127, 127).astype(np.int8)
         err = float(np.abs(q * col[:, None] / smooth[None, :] - w).max())
+        if row_div is not None:   # the error on the GGUF's own weights
+            err = float(np.abs((q * col[:, None] / smooth[None, :] - w) * row_div[:, None]).max())
         self.int8_ffn[key] = err
         return smooth, np.ascontiguousarray(q.T), col.astype(np.float32)
 
@@ -391,14 +474,35 @@ class _Builder:
         # tied head: a second copy of the table (the "lm_head.*" initializers), because
         # onnxruntime's CPU MatMulNBits only pre-packs (and runs fast, 2 ms vs 330 ms per
         # token) an unshared initializer
-        self.head(xn, self.weight(output_tensor(self.m).name))
+        head_w = self.weight(output_tensor(self.m).name)
+        rescore = (g.float_type == TensorProto.FLOAT and isinstance(head_w, NBitsWeight)
+                   and "output.weight" not in self.m.tensors)
+        self.head(xn, head_w, "logits_int8" if rescore else "logits")
+        if rescore:
+            self.rescore_top(xn, "logits_int8")
         return self.finish()
 
-    def head(self, xn: str, w: Weight) -> None:
-        """``logits`` = xn @ head.T, in row chunks of HEAD_CHUNK_ROWS (see its comment)."""
+    def rescore_top(self, xn: str, approx: str) -> None:
+        """``logits`` = ``approx`` with its HEAD_RESCORE largest values recomputed in fp32 from
+        the table's exact rows (tied heads: the embedding's own initializers, no extra
+        memory). The head's int8 activations (accuracy level 4) round each logit by a few
+        hundredths, which picks the wrong one of two near-tied tokens; the candidates'
+        exact scores decide instead (see HEAD_RESCORE)."""
+        g = self.g
+        _, idx = g.op("TopK", [approx, g.const("head_rescore_k",
+                                               np.array([HEAD_RESCORE], np.int64))],
+                      n_out=2, axis=-1)                                   # [B, S, k]
+        rows = self.table_rows(idx)                                       # [B, S, k, hidden]
+        (col,) = g.op("Unsqueeze", [xn, self.axis_last()])               # [B, S, hidden, 1]
+        (exact,) = g.op("MatMul", [rows, col])                            # [B, S, k, 1]
+        (exact,) = g.op("Squeeze", [exact, self.axis_last()])
+        g.op("ScatterElements", [approx, idx, exact], axis=-1, outputs=["logits"])
+
+    def head(self, xn: str, w: Weight, name: str = "logits") -> None:
+        """``name`` = xn @ head.T, in row chunks of HEAD_CHUNK_ROWS (see its comment)."""
         g = self.g
         fp32 = g.float_type == TensorProto.FLOAT
-        out = "logits" if fp32 else g.name("logits16")   # fp16: one Cast to fp32 logits
+        out = name if fp32 else g.name("logits16")   # fp16: one Cast to fp32 logits
         if not isinstance(w, NBitsWeight) or w.n <= HEAD_CHUNK_ROWS:
             self.linear(xn, w, "lm_head", self.lm_acc, out=out)
         else:
@@ -454,7 +558,8 @@ def build_graph(model: GgufModel, accuracy_level: int = 4,
                 lm_head_accuracy_level: int = 4, last_only: bool = True,
                 report: dict | None = None, precision: str = "fp32",
                 ffn_ranges: dict[int, np.ndarray] | None = None,
-                attn_ranges: dict[int, np.ndarray] | None = None) -> onnx.ModelProto:
+                attn_ranges: dict[int, np.ndarray] | None = None,
+                out_ranges: dict[int, np.ndarray] | None = None) -> onnx.ModelProto:
     """The decoder as an in-memory ModelProto (no I/O). ``last_only``: ``logits`` is
     [B, 1, V], the last position's (what generation needs); else [B, S, V]. ``report``, when
     given, receives ``approximated``: {tensor: (type, max abs error)} for tensors whose
@@ -475,7 +580,7 @@ def build_graph(model: GgufModel, accuracy_level: int = 4,
     if ffn_ranges is not None and precision != "fp32":
         raise ValueError("the int8 FFN is a CPU build (fp32); the fp16 variant keeps the blocks")
     b = _Builder(model, accuracy_level, lm_head_accuracy_level, last_only, precision,
-                 ffn_ranges, attn_ranges)
+                 ffn_ranges, attn_ranges, out_ranges)
     proto = b.build()
     if report is not None:
         report["int8_ffn"] = dict(b.int8_ffn)

@@ -83,13 +83,15 @@ def _embed_rows(t: QTensor, ids: list[int]) -> np.ndarray:
 
 def reference_logits(model: GgufModel, ids: list[int],
                      ffn_inputs: dict[int, np.ndarray] | None = None,
-                     attn_inputs: dict[int, np.ndarray] | None = None) -> np.ndarray:
+                     attn_inputs: dict[int, np.ndarray] | None = None,
+                     out_inputs: dict[int, np.ndarray] | None = None) -> np.ndarray:
     """fp32 logits [S, V] for the token ids ``ids`` (teacher-forced, no cache).
 
     With ``ffn_inputs`` given, it receives per layer the largest magnitude of each channel
     of the FFN's input (the ffn_norm output) over the sequence, and the output head is not
     run (an empty array is returned); ``attn_inputs`` the same for the attention's input (the
-    attn_norm output)."""
+    attn_norm output), ``out_inputs`` for the attention output projection's input (the
+    heads' weighted values)."""
     from .graph import attn_scale, rope_inv_freq
 
     hp, t, spec = model.hparams, model.tensors, model.hparams.spec
@@ -139,6 +141,8 @@ def reference_logits(model: GgufModel, ids: list[int],
         scores = np.exp(scores - scores.max(-1, keepdims=True))
         probs = scores / scores.sum(-1, keepdims=True)
         attn = np.einsum("hqk,khd->qhd", probs, v).reshape(s, nq)
+        if out_inputs is not None:
+            out_inputs[i] = np.abs(attn).max(axis=0).astype(np.float32)
         o = attn @ w(f"{p}.attn_output.weight").T
         if spec.post_norms:
             o = _rms(o, w(f"{p}.post_attention_norm.weight"), hp.rms_eps)
@@ -163,12 +167,13 @@ def reference_logits(model: GgufModel, ids: list[int],
 
 
 def ffn_input_ranges(model: GgufModel, ids: list[int],
-                     attn: dict[int, np.ndarray] | None = None) -> dict[int, np.ndarray]:
+                     attn: dict[int, np.ndarray] | None = None,
+                     out: dict[int, np.ndarray] | None = None) -> dict[int, np.ndarray]:
     """Per layer, each FFN input channel's largest magnitude over ``ids`` (the calibration
     of the int8 FFN build: see :mod:`.graph`); ``attn``, when given, receives the same for
-    the attention's input (the int8 QKV)."""
+    the attention's input (the int8 QKV), ``out`` for the attention output projection's."""
     ranges: dict[int, np.ndarray] = {}
-    reference_logits(model, ids, ffn_inputs=ranges, attn_inputs=attn)
+    reference_logits(model, ids, ffn_inputs=ranges, attn_inputs=attn, out_inputs=out)
     return ranges
 
 
