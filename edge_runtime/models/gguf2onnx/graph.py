@@ -438,9 +438,10 @@ class _Builder:
         col = np.abs(ws).max(axis=1) / 127.0
         col[col == 0] = 1.0
         q = np.clip(np.rint(ws / col[:, None]), -127, 127).astype(np.int8)
-        err = float(np.abs(q * col[:, None] / smooth[None, :] - w).max())
+        diff = q * col[:, None] / smooth[None, :] - w
         if row_div is not None:   # the error on the GGUF's own weights
-            err = float(np.abs((q * col[:, None] / smooth[None, :] - w) * row_div[:, None]).max())
+            diff = diff * row_div[:, None]
+        err = float(np.abs(diff).max())
         self.int8_ffn[key] = err
         return smooth, np.ascontiguousarray(q.T), col.astype(np.float32)
 
