@@ -1,7 +1,7 @@
 """The output head's best candidates rescored exactly (gguf2onnx.graph.rescore_top): the
-int8-activation head's largest logits are replaced by fp32 products with the table's exact
-rows, every other logit is left as it was; untied heads and the fp16 variant keep the plain
-head. Checked on tiny GGUFs against numpy."""
+approximate head's largest logits (int8 activations; a 4-bit copy of an 8-bit table) are
+replaced by fp32 products with the table's exact rows, every other logit is left as it was;
+untied heads and the fp16 variant keep the plain head. Checked on tiny GGUFs against numpy."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,7 +22,8 @@ def _ops(d) -> list[str]:
 
 
 def _run_exposed(d, ids: list[int]) -> dict[str, np.ndarray]:
-    """One prefill of ``ids`` with the head's input and its int8 logits made outputs too."""
+    """One prefill of ``ids`` with the head's input and its approximate logits made outputs
+    too."""
     from onnx import TensorProto, helper
 
     proto = onnx.load(str(d / "model.onnx"))
@@ -41,7 +42,7 @@ def _run_exposed(d, ids: list[int]) -> dict[str, np.ndarray]:
         for kind in ("key", "value"):
             feeds[f"past_key_values.{i}.{kind}"] = np.zeros((1, kv[1], 0, kv[3]), np.float32)
     out = sess.run(["logits", xn, head_in], feeds)
-    return {"logits": out[0][0, -1], "int8": out[1][0, -1], "xn": out[2][0, -1]}
+    return {"logits": out[0][0, -1], "approx": out[1][0, -1], "xn": out[2][0, -1]}
 
 
 @pytest.mark.parametrize("arch,qtype", [("llama", "Q8_0"), ("gemma3", "Q4_K"),
@@ -57,15 +58,37 @@ def test_top_candidates_are_exact_and_the_rest_unchanged(tmp_path, arch, qtype):
     assert _ops(d).count("TopK") == 1 and _ops(d).count("ScatterElements") == 1
     got = _run_exposed(d, IDS)
     table = dequantize(read_gguf(gguf_path).tensors["token_embd.weight"])
-    top = np.argsort(got["int8"])[-HEAD_RESCORE:]
-    changed = np.flatnonzero(got["logits"] != got["int8"])
+    top = np.argsort(got["approx"])[-HEAD_RESCORE:]
+    changed = np.flatnonzero(got["logits"] != got["approx"])
     assert set(changed) <= set(top.tolist())
     exact = table[top].astype(np.float64) @ got["xn"].astype(np.float64)
     np.testing.assert_allclose(got["logits"][top], exact, rtol=1e-5, atol=1e-5)
-    # the int8 head is off by more than the fp32 rounding: the rescoring did something
-    assert np.abs(got["int8"][top] - exact).max() > 1e-4
-    others = np.setdiff1d(np.arange(len(got["int8"])), top)
-    assert np.array_equal(got["logits"][others], got["int8"][others])
+    # the approximate head is off by more than the fp32 rounding: the rescoring did something
+    assert np.abs(got["approx"][top] - exact).max() > 1e-4
+    others = np.setdiff1d(np.arange(len(got["approx"])), top)
+    assert np.array_equal(got["logits"][others], got["approx"][others])
+
+
+def _head_bits(d) -> set[int]:
+    proto = onnx.load(str(d / "model.onnx"), load_external_data=False)
+    return {a.i for n in proto.graph.node if n.op_type == "MatMulNBits"
+            and n.input[1].startswith("lm_head") for a in n.attribute if a.name == "bits"}
+
+
+def test_an_8bit_table_heads_in_4bit_at_level_4_and_stays_exact_at_level_1(tmp_path):
+    """The candidates come from a 4-bit copy of a Q8_0 table (half the bytes per token) in
+    the default build; the accuracy-level-1 build keeps the table's own 8-bit blocks, and
+    the config says which."""
+    import json
+
+    from edge_runtime.models.gguf2onnx.build import build_llm
+
+    g = write_arch_gguf(tmp_path / "m.gguf", "llama", "Q8_0")
+    build_llm(g, tmp_path / "l4")
+    build_llm(g, tmp_path / "l1", accuracy_level=1, lm_head_accuracy_level=1)
+    assert _head_bits(tmp_path / "l4") == {4} and _head_bits(tmp_path / "l1") == {8}
+    cfgs = [json.loads((tmp_path / d / "model_config.json").read_text()) for d in ("l4", "l1")]
+    assert [c["head_candidates_4bit"] for c in cfgs] == [True, False]
 
 
 def test_untied_head_and_fp16_variant_keep_the_plain_head(tmp_path):

@@ -109,3 +109,25 @@ def test_undecodable_block_type_names_what_is_supported():
     with pytest.raises(ModelLoadError) as err:
         check_types([t])
     assert "Q8_1" in err.value.message and "Q4_K" in err.value.message
+
+
+def test_requantize_4bit_rounds_each_block_to_nearest_with_its_measured_error():
+    """The tied head's 4-bit copy: Q4_0's rounding per block of 32 (the largest magnitude
+    maps to -8), chunked over rows without changing the result, error as measured."""
+    from edge_runtime.models.gguf2onnx.quant import requantize_4bit
+
+    w8 = to_nbits(_random_tensor("Q8_0", 40, 64, seed=3))
+    v = dequantize_nbits(w8)
+    w4 = requantize_4bit(w8, rows=7)
+    assert (w4.bits, w4.block, w4.mins, w4.zero_points) == (4, 32, None, None)
+    got = dequantize_nbits(w4)
+    blocks = v.reshape(40, 2, 32)
+    peak = np.take_along_axis(blocks, np.abs(blocks).argmax(-1)[..., None], -1)
+    d = peak / -8.0
+    want = (np.clip(np.rint(blocks / d) + 8, 0, 15) - 8) * d
+    np.testing.assert_allclose(got, want.reshape(40, 64), rtol=1e-6, atol=1e-7)
+    err = np.abs(got - v).reshape(40, 2, 32)
+    assert w4.max_abs_error == pytest.approx(err.max(), rel=1e-6) and err.max() > 0
+    # half a step, or one step where the side opposite the peak is clipped (7 steps, not 8)
+    assert np.all(err <= np.abs(d) * (1 + 1e-6))
+    assert requantize_4bit(w8, rows=40).b.tobytes() == w4.b.tobytes()

@@ -14,16 +14,17 @@ from typing import Literal
 import onnx
 
 from ...errors import ModelLoadError
-from .graph import PRECISIONS, build_graph
+from .graph import HEAD_RESCORE, PRECISIONS, build_graph
 from .gguf_weights import GgufModel, read_gguf, sha256_file
 from .tokenizer import write_tokenizer
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "gguf2onnx-7"   # 2: last-position logits; 3: architectures; 4: head in
+BUILDER_VERSION = "gguf2onnx-8"   # 2: last-position logits; 3: architectures; 4: head in
 #                                   row chunks, fp16 variant; 5: int8 gate/up in one node;
 #                                   6: int8 QKV too; 7: int8 attention output, block sums by
-#                                   ReduceSum, the head's top 2 rescored exactly
+#                                   ReduceSum, the head's top 2 rescored exactly; 8: a tied
+#                                   head in 4 bits, its top 8 rescored exactly
 MODEL_FILE = "model.onnx"
 EXTERNAL_DATA_FILE = "model.onnx.data"
 
@@ -195,6 +196,11 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
                     "weights, int8 activations), largest abs weight error %.3g; `models "
                     "check` measures the cost", len(report["int8_ffn"]),
                     max(report["int8_ffn"].values()))
+    if report["head_candidates_error"] is not None:
+        log.info("output head: a 4-bit copy of the 8-bit table picks the %d candidates whose "
+                 "logits are then computed exactly (max abs weight error of the copy %.3g; "
+                 "the other logits keep it)", min(HEAD_RESCORE, model.hparams.vocab),
+                 report["head_candidates_error"])
     if not report["approximated"]:
         log.info("%s weight blocks mapped exactly (%s)",
                  "the other" if report["int8_ffn"] else "all", types)
@@ -218,6 +224,7 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
     cfg["approximated_tensors"] = {n: {"type": q, "max_abs_error": e}
                                    for n, (q, e) in report["approximated"].items()}
     cfg["int8_ffn"] = bool(report["int8_ffn"])
+    cfg["head_candidates_4bit"] = report["head_candidates_error"] is not None
     (out_dir / "model_config.json").write_text(json.dumps(cfg, indent=2))
     size = sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file())
     return {"model_file": MODEL_FILE, "external_data": EXTERNAL_DATA_FILE,

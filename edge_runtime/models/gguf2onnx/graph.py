@@ -12,9 +12,10 @@ sliding window through ``local_window_size``; per-layer rope tables). When the c
 buffer to ``past_key_values.i.*`` and ``present.i.*`` (shape [B,kv,max_len,hd]) GQA appends in
 place: the engine's KV cache is allocated once. Linear layers are ``MatMulNBits``; see
 :mod:`.quant` for the exact block mapping (a block form with offsets adds the block sums of
-the input, a Reshape and a ReduceSum, times the offsets). With a tied head (fp32), the head's
-best HEAD_RESCORE logits are recomputed in fp32 from the embedding table's exact rows
-(:meth:`_Builder.rescore_top`).
+the input, a Reshape and a ReduceSum, times the offsets). With a tied head (fp32), the head
+only chooses candidates: its best HEAD_RESCORE logits are recomputed in fp32 from the
+embedding table's exact rows (:meth:`_Builder.rescore_top`), and at accuracy level 4 it is a
+4-bit copy of the table (an 8-bit table is re-quantized, :func:`.quant.requantize_4bit`).
 
 The int8 build (``ffn_ranges`` and ``attn_ranges``, fp32 only; the manifest's ``int8_ffn``)
 is the one approximate mapping chosen on purpose: onnxruntime's MatMulNBits runs a prefill of
@@ -42,7 +43,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from .gguf_weights import GgufModel, LlamaHParams, QTensor, dequantize, output_tensor
-from .quant import FLOAT_TYPES, NBitsWeight, can_fuse, concat_rows, split_rows, to_nbits
+from .quant import (FLOAT_TYPES, NBitsWeight, can_fuse, concat_rows, requantize_4bit,
+                    split_rows, to_nbits)
 
 OPSET = 17
 # The output head is split into MatMulNBits nodes of at most this many rows (+ one Concat):
@@ -50,13 +52,16 @@ OPSET = 17
 # holds one chunk twice instead of the whole head (Gemma 3's 262k x 640 in 8 chunks: peak
 # RSS 701 -> 543 MB; SmolLM2's 49k x 576 in 2: 255 -> 236 MB; decode no slower)
 HEAD_CHUNK_ROWS = 32768
-# The output head's largest logits recomputed exactly (rescore_top). SmolLM2-135M top-1
-# agreement with the fp32 reference on two excerpts of the design notes (1,200 tokens; not
-# the `models check` text): 1,140 with the int8 head, 1,146 with an exact fp32 head, 1,147 /
-# 1,146 / 1,146 rescoring the best 2 / 3 / 4. Each candidate row is a Gather from the
-# memory-mapped table, whose page faults map ~64 KB around it into the process (Gemma 3's
-# peak RSS +49 MB over 64 tokens with 8 candidates): 2 keeps that small.
-HEAD_RESCORE = 2
+# A tied head's candidates: its largest logits, recomputed exactly from the table's rows
+# (rescore_top) after a 4-bit copy of the table chose them (8-bit tables are re-quantized:
+# half the bytes read per token; SmolLM2-135M decode step 1.07-1.11x, Gemma 3 270M 1.17x,
+# benchmarks.llm_ab). SmolLM2 top-1 agreement with the fp32 reference on 1,848 tokens (the
+# `models check` text and two excerpts of the design notes): int8-activation 8-bit head, best
+# 2 rescored, 1,754; 4-bit head, best 2 / 8 / 32 rescored, 1,635 / 1,751 / 1,756. Each
+# candidate row is a Gather from the memory-mapped table, whose page faults map ~64 KB around
+# it into the process (Gemma 3's peak RSS +49 MB over 64 tokens with 8 candidates, which the
+# 4-bit copy more than pays back).
+HEAD_RESCORE = 8
 IR_VERSION = 10  # onnxruntime >= 1.20 reads IR 10; onnx 1.23 would default to a newer one
 # The int8 FFN's share of each channel's range moved onto the weights. Chosen on a 672-token
 # selection text (an excerpt of the design notes; neither the calibration nor the `models
@@ -122,6 +127,7 @@ class _Builder:
         self._weights: dict[str, Weight] = {}
         self.approximated: dict[str, tuple[str, float]] = {}   # name -> (type, max abs error)
         self.int8_ffn: dict[str, float] = {}   # int8 FFN node -> max abs weight error
+        self.head_candidates_error: float | None = None   # the 4-bit head copy's max abs error
 
     # -- weights ---------------------------------------------------------------------------
     def weight(self, name: str) -> Weight:
@@ -474,24 +480,30 @@ class _Builder:
                                    g.const("axis_seq", np.array([1], np.int64))])
         # tied head: a second copy of the table (the "lm_head.*" initializers), because
         # onnxruntime's CPU MatMulNBits only pre-packs (and runs fast, 2 ms vs 330 ms per
-        # token) an unshared initializer
+        # token) an unshared initializer; in 4 bits when its best logits are rescored
         head_w = self.weight(output_tensor(self.m).name)
         rescore = (g.float_type == TensorProto.FLOAT and isinstance(head_w, NBitsWeight)
                    and "output.weight" not in self.m.tensors)
-        self.head(xn, head_w, "logits_int8" if rescore else "logits")
+        # the 4-bit copy belongs to the int8-activation head (accuracy level 4); at level 1
+        # the head stays the table's exact blocks, as every other weight
+        if rescore and head_w.bits == 8 and self.lm_acc == 4:   # type: ignore[union-attr]
+            head_w = requantize_4bit(head_w)                          # type: ignore[arg-type]
+            self.head_candidates_error = head_w.max_abs_error
+        self.head(xn, head_w, "logits_approx" if rescore else "logits")
         if rescore:
-            self.rescore_top(xn, "logits_int8")
+            self.rescore_top(xn, "logits_approx")
         return self.finish()
 
     def rescore_top(self, xn: str, approx: str) -> None:
         """``logits`` = ``approx`` with its HEAD_RESCORE largest values recomputed in fp32 from
         the table's exact rows (tied heads: the embedding's own initializers, no extra
-        memory). The head's int8 activations (accuracy level 4) round each logit by a few
-        hundredths, which picks the wrong one of two near-tied tokens; the candidates'
-        exact scores decide instead (see HEAD_RESCORE)."""
+        memory). The approximate head (4-bit weights, int8 activations at accuracy level 4)
+        is off by a few hundredths to tenths per logit, which picks the wrong one of
+        near-tied tokens; the candidates' exact scores decide instead (see HEAD_RESCORE).
+        The other logits keep the approximate values (what sampling sees outside them)."""
         g = self.g
-        _, idx = g.op("TopK", [approx, g.const("head_rescore_k",
-                                               np.array([HEAD_RESCORE], np.int64))],
+        k = min(HEAD_RESCORE, self.hp.vocab)
+        _, idx = g.op("TopK", [approx, g.const("head_rescore_k", np.array([k], np.int64))],
                       n_out=2, axis=-1)                                   # [B, S, k]
         rows = self.table_rows(idx)                                       # [B, S, k, hidden]
         (col,) = g.op("Unsqueeze", [xn, self.axis_last()])               # [B, S, hidden, 1]
@@ -575,7 +587,8 @@ def build_graph(model: GgufModel, accuracy_level: int = 4,
     ``ffn_ranges`` (fp32 only): per layer, the FFN input's channel ranges over a calibration
     text (:func:`.reference.ffn_input_ranges`); the FFN gate/up projections are then the int8
     FFN of the module docstring, and ``report["int8_ffn"]`` gets {node: max abs weight
-    error}."""
+    error}. ``report["head_candidates_error"]``: the max abs weight error of a tied head's
+    4-bit copy (None when the head is the table's own blocks)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, not {precision!r}")
     if ffn_ranges is not None and precision != "fp32":
@@ -587,4 +600,5 @@ def build_graph(model: GgufModel, accuracy_level: int = 4,
         report["int8_ffn"] = dict(b.int8_ffn)
         report["approximated"] = dict(b.approximated)
         report["fp16_rounded"] = b.g.rounded
+        report["head_candidates_error"] = b.head_candidates_error
     return proto

@@ -234,6 +234,31 @@ def approx_to_nbits(t: QTensor) -> NBitsWeight:
     return out
 
 
+def requantize_4bit(w: NBitsWeight, rows: int = 8192) -> NBitsWeight:
+    """``w``'s values re-quantized to symmetric 4-bit blocks of 32 (Q4_0's rounding: the
+    block's largest magnitude maps to -8), with the max abs error against ``w``. Not exact:
+    used only where an exact step follows (the tied head's candidates, which are rescored
+    from the table's exact rows). Done ``rows`` output rows at a time (Gemma 3's 262k-row
+    table stays a few hundred MB of build memory)."""
+    if w.k % BLOCK:
+        raise ModelLoadError(f"a {w.k}-column weight cannot be re-blocked by {BLOCK}",
+                             hint="this GGUF layout is not supported by the builder")
+    nb = w.k // BLOCK
+    packed = np.empty((w.n, nb, BLOCK // 2), np.uint8)
+    scales = np.empty((w.n, nb), np.float32)
+    err = 0.0
+    for r in range(0, w.n, rows):
+        v = dequantize_nbits(split_rows(w, r, min(r + rows, w.n))).reshape(-1, nb, BLOCK)
+        peak = np.take_along_axis(v, np.abs(v).argmax(-1)[..., None], -1)[..., 0]
+        d = peak / -8.0
+        d[d == 0] = 1.0
+        q = np.clip(np.rint(v / d[..., None]) + 8, 0, 15)
+        err = max(err, float(np.abs((q - 8) * d[..., None] - v).max()))
+        packed[r:r + len(v)] = _pack_nbits4(q.astype(np.uint8))
+        scales[r:r + len(v)] = d
+    return NBitsWeight(w.n, w.k, 4, packed, scales.reshape(-1), None, None, BLOCK, err)
+
+
 def to_nbits(t: QTensor, *, allow_approx: bool = True) -> NBitsWeight:
     conv = CONVERTERS.get(t.qtype)
     if conv is not None:
