@@ -46,7 +46,7 @@ def _run_exposed(d, ids: list[int]) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("arch,qtype", [("llama", "Q8_0"), ("gemma3", "Q4_K"),
-                                        ("qwen2", "Q4_1")])
+                                        ("qwen2", "Q4_1"), ("phi3", "Q6_K")])
 def test_top_candidates_are_exact_and_the_rest_unchanged(tmp_path, arch, qtype):
     from edge_runtime.models.gguf2onnx.build import build_llm
     from edge_runtime.models.gguf2onnx.gguf_weights import dequantize, read_gguf
@@ -56,6 +56,9 @@ def test_top_candidates_are_exact_and_the_rest_unchanged(tmp_path, arch, qtype):
     d = tmp_path / "onnx"
     build_llm(gguf_path, d)
     assert _ops(d).count("TopK") == 1 and _ops(d).count("ScatterElements") == 1
+    # Q4_1 / Q4_K tables are 4-bit blocks already; Q8_0 and Q6_K (blocks of 16, re-blocked
+    # by 32) get a 4-bit copy
+    assert _head_bits(d) == {4}
     got = _run_exposed(d, IDS)
     table = dequantize(read_gguf(gguf_path).tensors["token_embd.weight"])
     top = np.argsort(got["approx"])[-HEAD_RESCORE:]
