@@ -111,23 +111,53 @@ def test_undecodable_block_type_names_what_is_supported():
     assert "Q8_1" in err.value.message and "Q4_K" in err.value.message
 
 
-def test_requantize_4bit_rounds_each_block_to_nearest_with_its_measured_error():
-    """The tied head's 4-bit copy: Q4_0's rounding per block of 32 (the largest magnitude
-    maps to -8), chunked over rows without changing the result, error as measured."""
+@pytest.mark.parametrize("block", [32, 64])
+def test_requantize_4bit_rounds_each_block_to_nearest_with_its_measured_error(block):
+    """The tied head's 4-bit copy: Q4_0's rounding per block (the largest magnitude maps to
+    -8; 96 columns in blocks of 64 leave a last block half zero padding, as MatMulNBits
+    reads it), chunked over rows without changing the result, error as measured."""
     from edge_runtime.models.gguf2onnx.quant import requantize_4bit
 
-    w8 = to_nbits(_random_tensor("Q8_0", 40, 64, seed=3))
+    w8 = to_nbits(_random_tensor("Q8_0", 40, 96, seed=3))
     v = dequantize_nbits(w8)
-    w4 = requantize_4bit(w8, rows=7)
-    assert (w4.bits, w4.block, w4.mins, w4.zero_points) == (4, 32, None, None)
+    w4 = requantize_4bit(w8, block, rows=7)
+    nb = -(-96 // block)
+    assert (w4.bits, w4.block, w4.mins, w4.zero_points) == (4, block, None, None)
+    assert w4.b.shape == (40, nb, block // 2) and w4.scales.shape == (40 * nb,)
     got = dequantize_nbits(w4)
-    blocks = v.reshape(40, 2, 32)
+    assert got.shape == (40, 96)
+    blocks = np.pad(v, ((0, 0), (0, nb * block - 96))).reshape(40, nb, block)
     peak = np.take_along_axis(blocks, np.abs(blocks).argmax(-1)[..., None], -1)
     d = peak / -8.0
-    want = (np.clip(np.rint(blocks / d) + 8, 0, 15) - 8) * d
-    np.testing.assert_allclose(got, want.reshape(40, 64), rtol=1e-6, atol=1e-7)
-    err = np.abs(got - v).reshape(40, 2, 32)
+    want = ((np.clip(np.rint(blocks / d) + 8, 0, 15) - 8) * d).reshape(40, -1)[:, :96]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    err = np.abs(got - v)
     assert w4.max_abs_error == pytest.approx(err.max(), rel=1e-6) and err.max() > 0
     # half a step, or one step where the side opposite the peak is clipped (7 steps, not 8)
-    assert np.all(err <= np.abs(d) * (1 + 1e-6))
-    assert requantize_4bit(w8, rows=40).b.tobytes() == w4.b.tobytes()
+    step = np.repeat(np.abs(d[..., 0]), block, axis=1)[:, :96]
+    assert np.all(err <= step * (1 + 1e-6))
+    assert requantize_4bit(w8, block, rows=40).b.tobytes() == w4.b.tobytes()
+
+
+def test_a_padded_4bit_copy_runs_in_matmulnbits_as_dequantized():
+    """SmolLM2's 576 columns in blocks of 128 end in a half-padded block: onnxruntime's
+    MatMulNBits (accuracy level 1) gives x @ the dequantized copy."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from edge_runtime.models.gguf2onnx.quant import requantize_4bit
+
+    w4 = requantize_4bit(to_nbits(_random_tensor("Q8_0", 24, 192, seed=5)), 128)
+    node = helper.make_node("MatMulNBits", ["x", "B", "s"], ["y"], domain="com.microsoft",
+                            K=192, N=24, bits=4, block_size=128, accuracy_level=1)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 192])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 24])],
+        [numpy_helper.from_array(w4.b, "B"), numpy_helper.from_array(w4.scales, "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 10
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).standard_normal((2, 192)).astype(np.float32)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], x @ dequantize_nbits(w4).T,
+                               rtol=1e-4, atol=1e-4)

@@ -14,7 +14,7 @@ from typing import Literal
 import onnx
 
 from ...errors import ModelLoadError
-from .graph import HEAD_RESCORE, PRECISIONS, build_graph
+from .graph import HEAD_BLOCK, HEAD_RESCORE, PRECISIONS, build_graph
 from .gguf_weights import GgufModel, read_gguf, sha256_file
 from .tokenizer import write_tokenizer
 
@@ -24,7 +24,7 @@ BUILDER_VERSION = "gguf2onnx-8"   # 2: last-position logits; 3: architectures; 4
 #                                   row chunks, fp16 variant; 5: int8 gate/up in one node;
 #                                   6: int8 QKV too; 7: int8 attention output, block sums by
 #                                   ReduceSum, the head's top 2 rescored exactly; 8: a tied
-#                                   head in 4 bits, its top 8 rescored exactly
+#                                   head in 4-bit blocks of 128, its top 16 rescored exactly
 MODEL_FILE = "model.onnx"
 EXTERNAL_DATA_FILE = "model.onnx.data"
 
@@ -197,10 +197,10 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
                     "check` measures the cost", len(report["int8_ffn"]),
                     max(report["int8_ffn"].values()))
     if report["head_candidates_error"] is not None:
-        log.info("output head: a 4-bit copy of the 8-bit table picks the %d candidates whose "
-                 "logits are then computed exactly (max abs weight error of the copy %.3g; "
-                 "the other logits keep it)", min(HEAD_RESCORE, model.hparams.vocab),
-                 report["head_candidates_error"])
+        log.info("output head: a 4-bit copy of the 8-bit table (blocks of %d) picks the %d "
+                 "candidates whose logits are then computed exactly (max abs weight error of "
+                 "the copy %.3g; the other logits keep it)", HEAD_BLOCK,
+                 min(HEAD_RESCORE, model.hparams.vocab), report["head_candidates_error"])
     if not report["approximated"]:
         log.info("%s weight blocks mapped exactly (%s)",
                  "the other" if report["int8_ffn"] else "all", types)

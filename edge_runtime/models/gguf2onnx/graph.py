@@ -15,7 +15,8 @@ place: the engine's KV cache is allocated once. Linear layers are ``MatMulNBits`
 the input, a Reshape and a ReduceSum, times the offsets). With a tied head (fp32), the head
 only chooses candidates: its best HEAD_RESCORE logits are recomputed in fp32 from the
 embedding table's exact rows (:meth:`_Builder.rescore_top`), and at accuracy level 4 it is a
-4-bit copy of the table (an 8-bit table is re-quantized, :func:`.quant.requantize_4bit`).
+4-bit copy of the table (an 8-bit table is re-quantized in blocks of HEAD_BLOCK,
+:func:`.quant.requantize_4bit`).
 
 The int8 build (``ffn_ranges`` and ``attn_ranges``, fp32 only; the manifest's ``int8_ffn``)
 is the one approximate mapping chosen on purpose: onnxruntime's MatMulNBits runs a prefill of
@@ -53,15 +54,19 @@ OPSET = 17
 # RSS 701 -> 543 MB; SmolLM2's 49k x 576 in 2: 255 -> 236 MB; decode no slower)
 HEAD_CHUNK_ROWS = 32768
 # A tied head's candidates: its largest logits, recomputed exactly from the table's rows
-# (rescore_top) after a 4-bit copy of the table chose them (8-bit tables are re-quantized:
-# half the bytes read per token; SmolLM2-135M decode step 1.07-1.11x, Gemma 3 270M 1.17x,
-# benchmarks.llm_ab). SmolLM2 top-1 agreement with the fp32 reference on 1,848 tokens (the
-# `models check` text and two excerpts of the design notes): int8-activation 8-bit head, best
-# 2 rescored, 1,754; 4-bit head, best 2 / 8 / 32 rescored, 1,635 / 1,751 / 1,756. Each
-# candidate row is a Gather from the memory-mapped table, whose page faults map ~64 KB around
-# it into the process (Gemma 3's peak RSS +49 MB over 64 tokens with 8 candidates, which the
-# 4-bit copy more than pays back).
-HEAD_RESCORE = 8
+# (rescore_top) after a 4-bit copy of the table in blocks of HEAD_BLOCK chose them (an 8-bit
+# table is re-quantized: ~half the bytes read per token). Decode step vs the 8-bit head
+# (benchmarks.llm_ab, this 2-core Zen 4 box): 4-bit blocks of 32 SmolLM2-135M 1.07-1.11x,
+# Gemma 3 270M 1.17x; blocks of 128 a further 1.07x / 1.19x (64: 1.05x, 256: 1.09x on
+# SmolLM2). Top-1 agreement with the fp32 reference on SmolLM2 / Gemma 3 over 1,848 / 1,757
+# tokens (the `models check` text and two excerpts of the design notes): 8-bit head, best 2
+# rescored, 1,754 / 1,669; 4-bit blocks of 32, best 2 / 8 / 32, 1,635 / 1,751 / 1,756 (SmolLM2),
+# best 8 1,665 (Gemma); blocks of 128, best 8 1,728 (SmolLM2), best 16 1,749 / 1,667. Each
+# candidate row is a Gather from the memory-mapped table, whose page faults map ~64 KB
+# around it into the process (Gemma 3's peak RSS +49 MB over 64 tokens with 8 candidates
+# instead of 2), which keeps the count small.
+HEAD_BLOCK = 128
+HEAD_RESCORE = 16
 IR_VERSION = 10  # onnxruntime >= 1.20 reads IR 10; onnx 1.23 would default to a newer one
 # The int8 FFN's share of each channel's range moved onto the weights. Chosen on a 672-token
 # selection text (an excerpt of the design notes; neither the calibration nor the `models
@@ -487,7 +492,7 @@ class _Builder:
         # the 4-bit copy belongs to the int8-activation head (accuracy level 4); at level 1
         # the head stays the table's exact blocks, as every other weight
         if rescore and head_w.bits == 8 and self.lm_acc == 4:   # type: ignore[union-attr]
-            head_w = requantize_4bit(head_w)                          # type: ignore[arg-type]
+            head_w = requantize_4bit(head_w, HEAD_BLOCK)              # type: ignore[arg-type]
             self.head_candidates_error = head_w.max_abs_error
         self.head(xn, head_w, "logits_approx" if rescore else "logits")
         if rescore:

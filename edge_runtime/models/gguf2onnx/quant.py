@@ -234,21 +234,20 @@ def approx_to_nbits(t: QTensor) -> NBitsWeight:
     return out
 
 
-def requantize_4bit(w: NBitsWeight, rows: int = 8192) -> NBitsWeight:
-    """``w``'s values re-quantized to symmetric 4-bit blocks of 32 (Q4_0's rounding: the
-    block's largest magnitude maps to -8), with the max abs error against ``w``. Not exact:
-    used only where an exact step follows (the tied head's candidates, which are rescored
-    from the table's exact rows). Done ``rows`` output rows at a time (Gemma 3's 262k-row
-    table stays a few hundred MB of build memory)."""
-    if w.k % BLOCK:
-        raise ModelLoadError(f"a {w.k}-column weight cannot be re-blocked by {BLOCK}",
-                             hint="this GGUF layout is not supported by the builder")
-    nb = w.k // BLOCK
-    packed = np.empty((w.n, nb, BLOCK // 2), np.uint8)
+def requantize_4bit(w: NBitsWeight, block: int = BLOCK, rows: int = 8192) -> NBitsWeight:
+    """``w``'s values re-quantized to symmetric 4-bit blocks of ``block`` (Q4_0's rounding:
+    the block's largest magnitude maps to -8; a last partial block is padded with zeros, as
+    MatMulNBits reads it), with the max abs error against ``w``. Not exact: used only where
+    an exact step follows (the tied head's candidates, which are rescored from the table's
+    exact rows). Done ``rows`` output rows at a time (Gemma 3's 262k-row table stays a few
+    hundred MB of build memory)."""
+    nb = -(-w.k // block)
+    packed = np.empty((w.n, nb, block // 2), np.uint8)
     scales = np.empty((w.n, nb), np.float32)
     err = 0.0
     for r in range(0, w.n, rows):
-        v = dequantize_nbits(split_rows(w, r, min(r + rows, w.n))).reshape(-1, nb, BLOCK)
+        v = dequantize_nbits(split_rows(w, r, min(r + rows, w.n)))
+        v = np.pad(v, ((0, 0), (0, nb * block - w.k))).reshape(-1, nb, block)
         peak = np.take_along_axis(v, np.abs(v).argmax(-1)[..., None], -1)[..., 0]
         d = peak / -8.0
         d[d == 0] = 1.0
@@ -256,7 +255,7 @@ def requantize_4bit(w: NBitsWeight, rows: int = 8192) -> NBitsWeight:
         err = max(err, float(np.abs((q - 8) * d[..., None] - v).max()))
         packed[r:r + len(v)] = _pack_nbits4(q.astype(np.uint8))
         scales[r:r + len(v)] = d
-    return NBitsWeight(w.n, w.k, 4, packed, scales.reshape(-1), None, None, BLOCK, err)
+    return NBitsWeight(w.n, w.k, 4, packed, scales.reshape(-1), None, None, block, err)
 
 
 def to_nbits(t: QTensor, *, allow_approx: bool = True) -> NBitsWeight:
@@ -287,7 +286,7 @@ def concat_rows(ws: list[NBitsWeight]) -> NBitsWeight:
 
 def split_rows(w: NBitsWeight, start: int, stop: int) -> NBitsWeight:
     """Output rows ``start:stop`` of ``w`` (the same blocks, views where possible)."""
-    nb = w.k // w.block
+    nb = -(-w.k // w.block)
     zp = None
     if w.zero_points is not None:
         zp = np.ascontiguousarray(w.zero_points.reshape(w.n, -1)[start:stop]).reshape(-1)
@@ -304,7 +303,7 @@ def can_fuse(ws: list[NBitsWeight]) -> bool:
 def dequantize_nbits(w: NBitsWeight) -> np.ndarray:
     """fp32 [N, K] from the MatMulNBits layout (used by tests to prove the re-pack exact)."""
     bs = w.block
-    nb = w.k // bs
+    nb = -(-w.k // bs)           # a last partial block is zero-padded
     if w.bits == 4:
         q = np.stack([w.b & 0x0F, w.b >> 4], axis=-1).reshape(w.n, nb, bs).astype(np.float32)
         if w.zero_points is None:
@@ -322,7 +321,7 @@ def dequantize_nbits(w: NBitsWeight) -> np.ndarray:
     out = (q - zp[..., None]) * w.scales.reshape(w.n, nb)[..., None]
     if w.mins is not None:
         out = out + w.mins.T[..., None]
-    return out.reshape(w.n, w.k)
+    return out.reshape(w.n, nb * bs)[:, :w.k]
 
 
 def check_types(tensors) -> None:
