@@ -57,7 +57,7 @@ def test_top_candidates_are_exact_and_the_rest_unchanged(tmp_path, arch, qtype):
     build_llm(gguf_path, d)
     assert _ops(d).count("TopK") == 1 and _ops(d).count("ScatterElements") == 1
     # Q4_1 / Q4_K tables are 4-bit blocks already; Q8_0 and Q6_K (blocks of 16, re-blocked
-    # by 32) get a 4-bit copy
+    # by HEAD_BLOCK) get a 4-bit copy
     assert _head_bits(d) == {4}
     got = _run_exposed(d, IDS)
     table = dequantize(read_gguf(gguf_path).tensors["token_embd.weight"])

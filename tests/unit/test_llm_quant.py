@@ -140,8 +140,8 @@ def test_requantize_4bit_rounds_each_block_to_nearest_with_its_measured_error(bl
 
 
 def test_a_padded_4bit_copy_runs_in_matmulnbits_as_dequantized():
-    """SmolLM2's 576 columns in blocks of 128 end in a half-padded block: onnxruntime's
-    MatMulNBits (accuracy level 1) gives x @ the dequantized copy."""
+    """192 columns in blocks of 128 end in a half-padded block (as SmolLM2's 576 do):
+    onnxruntime's MatMulNBits (accuracy level 1) gives x @ the dequantized copy."""
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper, numpy_helper
 

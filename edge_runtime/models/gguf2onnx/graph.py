@@ -64,7 +64,8 @@ HEAD_CHUNK_ROWS = 32768
 # best 8 1,665 (Gemma); blocks of 128, best 8 1,728 (SmolLM2), best 16 1,749 / 1,667. Each
 # candidate row is a Gather from the memory-mapped table, whose page faults map ~64 KB
 # around it into the process (Gemma 3's peak RSS +49 MB over 64 tokens with 8 candidates
-# instead of 2), which keeps the count small.
+# instead of 2), which keeps the count small: Gemma's peak RSS in `bench llm` 524 MB with
+# the 8-bit head and 2 candidates, 543 MB with this (the smaller copy pays most of it back).
 HEAD_BLOCK = 128
 HEAD_RESCORE = 16
 IR_VERSION = 10  # onnxruntime >= 1.20 reads IR 10; onnx 1.23 would default to a newer one
