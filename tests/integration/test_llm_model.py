@@ -65,9 +65,14 @@ def test_kv_cache_decode_matches_full_prefill(llm_model_dir):
     ref = full[split - 1:]
     # int8 activations (accuracy_level 4) round differently for 1-row and many-row
     # matmuls, so the two paths differ by quantization noise; a cache/position bug would
-    # scramble the logits entirely (differences of 10+ and random argmax).
+    # scramble the logits entirely (differences of 10+ and random argmax). The head's best
+    # logits are exact products (rescore_top: 0.64 apart here at most, the 8-bit head's
+    # were 0.65); the others keep its 4-bit copy's rounding, which the paths' slightly
+    # different inputs move further (1.9 at most here; 1.26 with the 8-bit head).
     assert np.mean(got.argmax(-1) == ref.argmax(-1)) >= 0.95
-    assert np.abs(got - ref).max() < 1.5
+    best = np.argsort(ref, axis=-1)[:, -4:]
+    assert np.abs(np.take_along_axis(got - ref, best, -1)).max() < 1.5
+    assert np.abs(got - ref).max() < 3.0
 
 
 def test_greedy_generation_is_deterministic(llm_engine):
@@ -285,6 +290,10 @@ def test_burst_of_eight_sessions_matches_sequential_greedy(llm_engine):
     # (batched int8 rows summed in another order, we think: greedy near-ties part later;
     # not checked against onnxruntime's kernels). VNNI CPUs keep the earlier bound, but for
     # the int8 FFN build, whose activation scale is shared by the rows of one step (5 of 8
-    # on this VNNI box, the first words alike).
+    # on this VNNI box, the first words alike). On the Zen 4 box of the eighth session one
+    # answer parts at its second word, with the gguf2onnx-7 build as with -8 ("The colour
+    # is blue." alone, "The most obvious colour ..." in the burst: a near-tie), so the first
+    # word must match everywhere and the first two in 7 of 8.
     assert same >= (7 if _vnni() and not _int8_ffn(llm_engine.cfg) else 4)
-    assert all(got[i].split()[:2] == want[i].split()[:2] for i in range(8))
+    assert all(got[i].split()[:1] == want[i].split()[:1] for i in range(8))
+    assert sum(got[i].split()[:2] == want[i].split()[:2] for i in range(8)) >= 7
