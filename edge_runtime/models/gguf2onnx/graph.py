@@ -492,8 +492,9 @@ class _Builder:
                    and "output.weight" not in self.m.tensors)
         # the 4-bit copy belongs to the int8-activation head (accuracy level 4); at level 1
         # the head stays the table's exact blocks, as every other weight
-        if rescore and head_w.bits == 8 and self.lm_acc == 4:   # type: ignore[union-attr]
-            head_w = requantize_4bit(head_w, HEAD_BLOCK)              # type: ignore[arg-type]
+        if (rescore and isinstance(head_w, NBitsWeight) and head_w.bits == 8
+                and self.lm_acc == 4):
+            head_w = requantize_4bit(head_w, HEAD_BLOCK)
             self.head_candidates_error = head_w.max_abs_error
         self.head(xn, head_w, "logits_approx" if rescore else "logits")
         if rescore:
