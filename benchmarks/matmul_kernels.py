@@ -1,65 +1,154 @@
-"""The CPU kernels behind the int8 FFN build, one node each: MatMulNBits (4- and 8-bit blocks
-of 32, accuracy level 4) vs DynamicQuantizeMatMul (int8 per column), at one row (a decode
-step) and at a prefill's rows.
+"""The CPU kernels behind the LLM build's projections side by side: MatMulNBits (4- and 8-bit
+blocks of 32, accuracy level 4) vs DynamicQuantizeMatMul (int8 per column), one row (a decode
+step) and a prefill's rows, and the three forms a Q4_1 / Q4_K block (``d * q + m``) could take.
 
-    python -m benchmarks.matmul_kernels [--k 640] [--n 4096] [--rows 44] [--threads 1] [--json]
+    python -m benchmarks.matmul_kernels [--k 640] [--n 4096] [--rows 44] [--threads 1]
+        [--copies 1] [--spin-us 0] [--json]
 
-Medians of 50 runs after 5 warm-up runs, random weights (the kernels' speed does not depend on
-the values). Run on a quiet machine.
+Kernels (``--kinds``, default all):
+  nbits4           4-bit, MatMulNBits' default zero point 8 (Q4_0: exact)
+  nbits4_offsets   the builder's exact Q4_1 form: nbits4 + the block sums of the input (a
+                   Reshape and a ReduceSum) times the offsets (a MatMul) added (an Add)
+  nbits4_zp        4-bit with uint8 zero points (one node; a Q4_1 offset rounded to an integer
+                   zero point is not exact)
+  nbits4_float_zp  4-bit with float zero points (one node, exact for Q4_1: z = -m / d)
+  nbits8           8-bit, zero point 128
+  dq_int8          DynamicQuantizeMatMul, int8 weights per column (the int8 build)
+
+``--copies C`` puts C nodes with their own weights side by side in one graph (each reads the
+same input): with C x K x N past the last-level cache the weights stream from memory as a
+decoding model's do (one node of 640 x 4096 stays in a 32 MB L3). Printed per kernel: median
+microseconds per node (50 rounds after 5 warm-up runs, the kernels interleaved) and G
+weights/s, at one row and at ``--rows``. Random weights (the kernels' speed does not depend on
+the values); every output is checked against numpy first. Run on a quiet machine.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import time
 
 import numpy as np
 
+BLOCK = 32
+KINDS = ("nbits4", "nbits4_offsets", "nbits4_zp", "nbits4_float_zp", "nbits8", "dq_int8")
 
-def _model(k: int, n: int, kind: str) -> bytes:
-    from onnx import TensorProto, helper, numpy_helper
+
+def _pack4(q: np.ndarray) -> np.ndarray:
+    """[..., 2m] values 0..15 -> [..., m] bytes (even element in the low nibble)."""
+    return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
+
+
+def _one(kind: str, k: int, n: int, i: int, rng: np.random.Generator,
+         shared: dict) -> tuple[list, list, np.ndarray]:
+    """(initializers, nodes, reference weights [k, n]) of copy ``i`` of ``kind``; its output
+    is ``Y{i}``."""
+    from onnx import helper, numpy_helper
+
+    def init(name: str, arr: np.ndarray):
+        return numpy_helper.from_array(arr, f"{name}{i}")
+
+    if kind == "dq_int8":
+        w = rng.integers(-127, 128, (k, n), dtype=np.int8)
+        s = (rng.random(n, dtype=np.float32) + 0.5) * 0.01
+        node = helper.make_node("DynamicQuantizeMatMul", ["A", f"W{i}", f"S{i}"], [f"Y{i}"],
+                                domain="com.microsoft")
+        return [init("W", w), init("S", s)], [node], w.astype(np.float32) * s
+    blocks = k // BLOCK
+    bits = 8 if kind == "nbits8" else 4
+    q = rng.integers(0, 2 ** bits, (n, blocks, BLOCK), dtype=np.uint8)
+    s = ((rng.random((n, blocks), dtype=np.float32) + 0.5) * 0.01)
+    zp = np.full((n, blocks), 2 ** (bits - 1), np.float32)
+    inits = [init("B", q if bits == 8 else _pack4(q)), init("S", s.reshape(-1))]
+    ins = ["A", f"B{i}", f"S{i}"]
+    if kind == "nbits4_zp":
+        z = rng.integers(0, 16, (n, blocks + blocks % 2), dtype=np.uint8)
+        zp = z[:, :blocks].astype(np.float32)
+        inits.append(init("Z", _pack4(z).reshape(-1)))
+        ins.append(f"Z{i}")
+    elif kind == "nbits4_float_zp":
+        zp = (rng.random((n, blocks), dtype=np.float32) * 15).astype(np.float32)
+        inits.append(init("Z", zp.reshape(-1)))
+        ins.append(f"Z{i}")
+    w = ((q.astype(np.float32) - zp[..., None]) * s[..., None]).reshape(n, k).T
+    out = f"Y{i}" if kind != "nbits4_offsets" else f"P{i}"
+    nodes = [helper.make_node("MatMulNBits", ins, [out], domain="com.microsoft", K=k, N=n,
+                              bits=bits, block_size=BLOCK, accuracy_level=4)]
+    if kind == "nbits4_offsets":
+        if "sums" not in shared:       # the input's block sums, once for all copies (one input)
+            shared["sums"] = True
+            inits += [numpy_helper.from_array(np.array([0, blocks, BLOCK], np.int64), "blk_shape"),
+                      numpy_helper.from_array(np.array([-1], np.int64), "axis_last")]
+            nodes += [helper.make_node("Reshape", ["A", "blk_shape"], ["A_blocks"]),
+                      helper.make_node("ReduceSum", ["A_blocks", "axis_last"], ["A_sums"],
+                                       keepdims=0)]
+        off = (rng.standard_normal((blocks, n)) * 0.05).astype(np.float32)
+        inits.append(init("O", off))
+        nodes += [helper.make_node("MatMul", ["A_sums", f"O{i}"], [f"C{i}"]),
+                  helper.make_node("Add", [out, f"C{i}"], [f"Y{i}"])]
+        w = w + np.repeat(off, BLOCK, axis=0)
+    return inits, nodes, w
+
+
+def _model(k: int, n: int, kind: str, copies: int = 1) -> tuple[bytes, list[np.ndarray]]:
+    """The serialized graph of ``copies`` nodes of ``kind`` and each one's weights [k, n]."""
+    from onnx import TensorProto, helper
 
     rng = np.random.default_rng(0)
-    if kind == "dq_int8":
-        inits = [numpy_helper.from_array(rng.integers(-127, 128, (k, n), dtype=np.int8), "W"),
-                 numpy_helper.from_array(rng.random(n, dtype=np.float32) * 0.01, "S")]
-        node = helper.make_node("DynamicQuantizeMatMul", ["A", "W", "S"], ["Y"],
-                                domain="com.microsoft")
-    else:
-        bits, block = (4 if kind == "nbits4" else 8), 32
-        blocks = k // block
-        inits = [numpy_helper.from_array(
-                     rng.integers(0, 256, (n, blocks, block * bits // 8), dtype=np.uint8), "B"),
-                 numpy_helper.from_array(rng.random(n * blocks, dtype=np.float32) * 0.01, "S")]
-        node = helper.make_node("MatMulNBits", ["A", "B", "S"], ["Y"], domain="com.microsoft",
-                                K=k, N=n, bits=bits, block_size=block, accuracy_level=4)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("A", TensorProto.FLOAT,
-                                                                          ["M", k])],
-                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["M", n])],
-                              inits)
+    inits, nodes, refs, outs, shared = [], [], [], [], {}
+    for i in range(copies):
+        ci, cn, w = _one(kind, k, n, i, rng, shared)
+        inits += ci
+        nodes += cn
+        refs.append(w)
+        outs.append(helper.make_tensor_value_info(f"Y{i}", TensorProto.FLOAT, ["M", n]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("A", TensorProto.FLOAT,
+                                                                         ["M", k])],
+                              outs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                     helper.make_opsetid("com.microsoft", 1)])
     model.ir_version = 10
-    return model.SerializeToString()
+    return model.SerializeToString(), refs
 
 
-def _median_us(model: bytes, rows: int, k: int, threads: int) -> float:
+def _session(model: bytes, threads: int, spin_us: int):
     import onnxruntime as ort
 
     from edge_runtime.onnx_session import session_options
 
-    # the engine's own settings (threads, no spinning, full graph optimisation)
-    sess = ort.InferenceSession(model, session_options(threads), providers=["CPUExecutionProvider"])
+    # the engine's own settings (threads, spinning as given, full graph optimisation)
+    return ort.InferenceSession(model, session_options(threads, spin_us),
+                                providers=["CPUExecutionProvider"])
+
+
+def check(sess, refs: list[np.ndarray], k: int, rows: int = 3) -> float:
+    """Largest error of any output vs numpy, relative to that output's largest magnitude
+    (accuracy level 4 rounds the input to int8 per block: ~1e-2 at most)."""
+    a = np.random.default_rng(2).standard_normal((rows, k)).astype(np.float32)
+    got = sess.run(None, {"A": a})
+    return max(float(np.abs(y - a @ w).max() / np.abs(a @ w).max())
+               for y, w in zip(got, refs, strict=True))
+
+
+def _interleaved_us(sessions: dict, rows: int, k: int, rounds: int = 50) -> dict[str, float]:
+    """Median microseconds of one run per session: 5 warm-up runs each, then ``rounds``
+    rounds that run every session once in a shuffled order (a busy moment slows all alike)."""
     a = np.random.default_rng(1).random((rows, k), dtype=np.float32)
-    for _ in range(5):
-        sess.run(None, {"A": a})
-    times = []
-    for _ in range(50):
-        t0 = time.perf_counter()
-        sess.run(None, {"A": a})
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
+    order = list(sessions)
+    for name in order:
+        for _ in range(5):
+            sessions[name].run(None, {"A": a})
+    times: dict[str, list[float]] = {name: [] for name in order}
+    shuffle = random.Random(0).shuffle
+    for _ in range(rounds):
+        shuffle(order)
+        for name in order:
+            t0 = time.perf_counter()
+            sessions[name].run(None, {"A": a})
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) * 1e6 for name, t in times.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,19 +157,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--rows", type=int, default=44)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--copies", type=int, default=1,
+                    help="nodes side by side, each with its own weights (default 1)")
+    ap.add_argument("--spin-us", type=int, default=0,
+                    help="intra-op busy-wait (the engine uses 200 at 2 threads on 2 cores)")
+    ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated, of: "
+                    + ", ".join(KINDS))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    out = {}
-    for kind in ("nbits4", "nbits8", "dq_int8"):
-        model = _model(args.k, args.n, kind)
-        out[kind] = {"one_row_us": round(_median_us(model, 1, args.k, args.threads)),
-                     f"{args.rows}_rows_us": round(_median_us(model, args.rows, args.k,
-                                                              args.threads))}
+    kinds = list(dict.fromkeys(x for x in args.kinds.split(",") if x))
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown or args.k % BLOCK:
+        ap.error(f"unknown kinds {unknown}" if unknown else f"--k must be a multiple of {BLOCK}")
+    weights = args.k * args.n * args.copies
+    sessions, out = {}, {}
+    for kind in kinds:
+        model, refs = _model(args.k, args.n, kind, args.copies)
+        sessions[kind] = _session(model, args.threads, args.spin_us)
+        out[kind] = {"max_rel_error": float(f"{check(sessions[kind], refs, args.k):.2g}")}
+    for rows, key in ((1, "one_row"), (args.rows, f"{args.rows}_rows")):
+        for kind, us in _interleaved_us(sessions, rows, args.k).items():
+            out[kind][f"{key}_us"] = round(us / args.copies, 1)
+            out[kind][f"{key}_gw_s"] = round(weights / us / 1e3, 1)
     if args.json:
-        print(json.dumps({"k": args.k, "n": args.n, "threads": args.threads, **out}))
+        print(json.dumps({"k": args.k, "n": args.n, "threads": args.threads,
+                          "copies": args.copies, "spin_us": args.spin_us, **out}))
     else:
+        print(f"K {args.k} N {args.n} x {args.copies}, {args.threads} thread(s); "
+              "microseconds per node (G weights/s)")
         for kind, r in out.items():
-            print(f"{kind:8s} " + "  ".join(f"{key} {v}" for key, v in r.items()))
+            print(f"{kind:16s} one row {r['one_row_us']:9.1f} ({r['one_row_gw_s']:5.1f})   "
+                  f"{args.rows} rows {r[f'{args.rows}_rows_us']:9.1f} "
+                  f"({r[f'{args.rows}_rows_gw_s']:5.1f})   max rel error {r['max_rel_error']}")
     return 0
 
 
