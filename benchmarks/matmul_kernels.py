@@ -41,8 +41,8 @@ def _pack4(q: np.ndarray) -> np.ndarray:
     return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
 
 
-def _one(kind: str, k: int, n: int, i: int, rng: np.random.Generator,
-         shared: dict) -> tuple[list, list, np.ndarray]:
+def _one(kind: str, k: int, n: int, i: int,
+         rng: np.random.Generator) -> tuple[list, list, np.ndarray]:
     """(initializers, nodes, reference weights [k, n]) of copy ``i`` of ``kind``; its output
     is ``Y{i}``."""
     from onnx import helper, numpy_helper
@@ -77,16 +77,15 @@ def _one(kind: str, k: int, n: int, i: int, rng: np.random.Generator,
     nodes = [helper.make_node("MatMulNBits", ins, [out], domain="com.microsoft", K=k, N=n,
                               bits=bits, block_size=BLOCK, accuracy_level=4)]
     if kind == "nbits4_offsets":
-        if "sums" not in shared:       # the input's block sums, once for all copies (one input)
-            shared["sums"] = True
-            inits += [numpy_helper.from_array(np.array([0, blocks, BLOCK], np.int64), "blk_shape"),
-                      numpy_helper.from_array(np.array([-1], np.int64), "axis_last")]
-            nodes += [helper.make_node("Reshape", ["A", "blk_shape"], ["A_blocks"]),
-                      helper.make_node("ReduceSum", ["A_blocks", "axis_last"], ["A_sums"],
-                                       keepdims=0)]
+        # each copy sums its input's blocks itself, as each projection of the model does
+        inits += [init("blk_shape", np.array([0, blocks, BLOCK], np.int64)),
+                  init("axis_last", np.array([-1], np.int64))]
+        nodes += [helper.make_node("Reshape", ["A", f"blk_shape{i}"], [f"A_blocks{i}"]),
+                  helper.make_node("ReduceSum", [f"A_blocks{i}", f"axis_last{i}"],
+                                   [f"A_sums{i}"], keepdims=0)]
         off = (rng.standard_normal((blocks, n)) * 0.05).astype(np.float32)
         inits.append(init("O", off))
-        nodes += [helper.make_node("MatMul", ["A_sums", f"O{i}"], [f"C{i}"]),
+        nodes += [helper.make_node("MatMul", [f"A_sums{i}", f"O{i}"], [f"C{i}"]),
                   helper.make_node("Add", [out, f"C{i}"], [f"Y{i}"])]
         w = w + np.repeat(off, BLOCK, axis=0)
     return inits, nodes, w
@@ -97,9 +96,9 @@ def _model(k: int, n: int, kind: str, copies: int = 1) -> tuple[bytes, list[np.n
     from onnx import TensorProto, helper
 
     rng = np.random.default_rng(0)
-    inits, nodes, refs, outs, shared = [], [], [], [], {}
+    inits, nodes, refs, outs = [], [], [], []
     for i in range(copies):
-        ci, cn, w = _one(kind, k, n, i, rng, shared)
+        ci, cn, w = _one(kind, k, n, i, rng)
         inits += ci
         nodes += cn
         refs.append(w)
