@@ -43,11 +43,16 @@ def describe(path: Path) -> dict:
     """What the GGUF is (read with the builder's reader: raises its typed errors)."""
     try:
         from .gguf2onnx.build import check_chat_template
-        from .gguf2onnx.gguf_weights import read_gguf
+        from .gguf2onnx.gguf_weights import GgufParseError, read_gguf
     except ImportError as exc:
         raise ConfigError(f"adding a model needs the `build` extra ({exc.name} missing)",
                           hint="pip install 'edge-runtime[build]'") from None
-    model = read_gguf(path)
+    try:
+        model = read_gguf(path)
+    except GgufParseError as exc:   # the user's own file: `models pull` cannot fetch it again
+        exc.hint = ("download the .gguf again and compare its sha256 with the one its source "
+                    "publishes (`sha256sum FILE`)")
+        raise
     hp = model.hparams
     check_chat_template(model.chat_template or hp.spec.default_chat_template, path.name)
     return {"architecture": hp.arch, "layers": hp.n_layers, "hidden": hp.hidden,

@@ -102,9 +102,12 @@ def test_truncated_gguf_is_a_typed_error_before_anything_is_written(tmp_path):
     src = _tiny(tmp_path)
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(src.read_bytes()[: src.stat().st_size // 2])
-    with pytest.raises(ModelLoadError):
+    with pytest.raises(ModelLoadError) as err:
         add_model(_store(tmp_path), cut)
     assert _written(tmp_path) == []
+    # the user's own file: the fix is to download it again, not `models pull` (shipped only)
+    assert "truncated" in err.value.message and "models pull" not in err.value.hint
+    assert "download the .gguf again" in err.value.hint
 
 
 def test_unsupported_architecture_is_rejected_with_the_supported_list(tmp_path):

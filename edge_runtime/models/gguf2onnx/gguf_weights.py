@@ -23,6 +23,10 @@ log = logging.getLogger(__name__)
 BUILD_HINT = "run `edge-runtime models pull` then `edge-runtime models build`"
 
 
+class GgufParseError(ModelLoadError):
+    """The file is not a readable GGUF (truncated, corrupt or another format)."""
+
+
 @dataclass(frozen=True)
 class LlamaHParams:
     """Shapes of a Llama decoder; all sizes are element counts."""
@@ -123,7 +127,7 @@ def read_gguf(path: Path) -> GgufModel:
     try:
         reader = gguf.GGUFReader(str(path))
     except Exception as exc:  # gguf raises ValueError/struct.error on bad files
-        raise ModelLoadError(f"cannot parse GGUF {path}: {exc} (truncated or not a GGUF file)",
+        raise GgufParseError(f"cannot parse GGUF {path}: {exc} (truncated or not a GGUF file)",
                              hint="pull the file again: `edge-runtime models pull --force`"
                              ) from exc
     arch = _field(reader, "general.architecture")
