@@ -56,10 +56,10 @@ HEAD_CHUNK_ROWS = 32768
 # A tied head's candidates: its largest logits, recomputed exactly from the table's rows
 # (rescore_top) after a 4-bit copy of the table in blocks of HEAD_BLOCK chose them (an 8-bit
 # table is re-quantized: ~half the bytes read per token). Decode step vs the 8-bit head
-# (benchmarks.llm_ab, this 2-core Zen 4 box): 4-bit blocks of 32 SmolLM2-135M 1.07-1.11x,
-# Gemma 3 270M 1.17x; blocks of 128 a further 1.16-1.17x on Gemma, on SmolLM2 no step
-# faster than blocks of 32 beyond the harness's spread (64 / 128 / 256: 1.02x / 1.01x /
-# 1.04x, every load order; the 1.07x first given had one order, see benchmarks.llm_ab).
+# (benchmarks.llm_ab in every load order, this 2-core Zen 4 box): 4-bit blocks of 32
+# SmolLM2-135M 1.06x, Gemma 3 270M 1.22x; blocks of 128 a further 1.16-1.17x on Gemma, on
+# SmolLM2 within the harness's spread (64 / 128 / 256: 1.02x / 1.01x / 1.04x; the 1.07x
+# first given for 128 was measured in one load order, see benchmarks.llm_ab).
 # Top-1 agreement with the fp32 reference on SmolLM2 / Gemma 3 over 1,848 / 1,757
 # tokens (the `models check` text and two excerpts of the design notes): 8-bit head, best 2
 # rescored, 1,754 / 1,669; 4-bit blocks of 32, best 2 / 8 / 32, 1,635 / 1,751 / 1,756 (SmolLM2),
