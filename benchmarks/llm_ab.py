@@ -112,7 +112,7 @@ def _figure(row: dict, f: str, by_order: bool) -> str:
 
 
 def _child(specs: list[str], args: argparse.Namespace) -> list[dict]:
-    cmd = [sys.executable, "-m", "benchmarks.llm_ab", "--orders", "1", "--json",
+    cmd = [sys.executable, "-m", "benchmarks.llm_ab", "--orders", "1", "--raw",
            "--steps", str(args.steps), "--block", str(args.block), "--threads",
            str(args.threads), "--seed", str(args.seed), *specs]
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="processes, each loading the specs rotated by one more place "
                          "(default: as many as specs)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--raw", action="store_true", help=argparse.SUPPRESS)  # a child's figures
     args = ap.parse_args(argv)
     specs = list(args.specs)
     orders = args.orders or len(specs)
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)
             got = _child(rot, args)
             by_order.append([got[(i - k) % n] for i in range(n)])
-    if args.json and orders == 1:
+    if args.raw:
         print(json.dumps(by_order[0]))
         return 0
     rows = combine(by_order)

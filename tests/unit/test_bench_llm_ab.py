@@ -61,3 +61,15 @@ def test_two_specs_run_in_two_processes_with_the_order_swapped(model_dir, capsys
         assert len(r["step_wall_ratios"]) == 2 and r["step_wall"] > 0
         assert math.isclose(r["step_wall_ratio"], math.sqrt(math.prod(r["step_wall_ratios"])))
     assert rows[0]["step_wall_ratios"] == [1.0, 1.0]
+
+
+def test_one_order_is_one_process_with_the_same_figures(model_dir, capsys):
+    from benchmarks.llm_ab import main
+
+    assert main([model_dir, model_dir, "--orders", "1", "--steps", "2", "--threads", "1",
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)
+    assert "load order" not in captured.err
+    assert [len(r["step_wall_ratios"]) for r in rows] == [1, 1]
+    assert rows[1]["step_wall_ratio"] == pytest.approx(rows[0]["step_wall"] / rows[1]["step_wall"])
