@@ -32,13 +32,10 @@ import time
 
 import numpy as np
 
+from edge_runtime.models.gguf2onnx.quant import _pack_nbits4 as _pack4  # the builder's packing
+
 BLOCK = 32
 KINDS = ("nbits4", "nbits4_offsets", "nbits4_zp", "nbits4_float_zp", "nbits8", "dq_int8")
-
-
-def _pack4(q: np.ndarray) -> np.ndarray:
-    """[..., 2m] values 0..15 -> [..., m] bytes (even element in the low nibble)."""
-    return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
 
 
 def _one(kind: str, k: int, n: int, i: int,
