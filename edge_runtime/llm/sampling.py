@@ -71,10 +71,17 @@ class Sampler:
     def sample(self, logits: np.ndarray, recent: Sequence[int]) -> int:
         """The next token id; ``recent`` = generated tokens so far (penalty window)."""
         p = self.params
+        seen = recent[-self.window:] if self.window else ()
+        if p.temperature <= 0:
+            # greedy: the largest logit stays the first largest when the penalty can only
+            # lower the others (penalty >= 1) and does not touch it: no copy of the logits
+            # (262k for Gemma 3: ~0.1 ms a token in the decode loop)
+            best = int(np.argmax(logits))
+            if p.repetition_penalty == 1.0 or (p.repetition_penalty > 1.0 and best not in seen):
+                return best
         z = self._buf[: logits.shape[-1]]
         np.copyto(z, logits.reshape(-1))
-        if self.window:
-            apply_repetition_penalty(z, recent[-self.window:], p.repetition_penalty)
+        apply_repetition_penalty(z, seen, p.repetition_penalty)
         if p.temperature <= 0:
             return int(np.argmax(z))
         ids, vals = top_k_candidates(z, p.top_k)

@@ -7,6 +7,7 @@ request time: the daemon only checks that the built files exist.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -358,20 +359,37 @@ class ModelStore:
         out = self.built_dir(name, precision)
         if entry.build != "gguf2onnx":
             raise ConfigError(f"model {name} has no build step (build = {entry.build!r})")
-        if (out / "model.onnx").is_file() and not force:
-            log.info("%s: already built in %s (use --force to rebuild)", name, out)
-            return out
-        src = self.require_source(name)
+        built = (out / "model.onnx").is_file()
         try:
-            from .gguf2onnx import build_llm
+            from .gguf2onnx import BUILDER_VERSION, build_llm
         except ImportError as exc:
+            if built:     # a running install without the build extra keeps what it has
+                log.info("%s: already built in %s", name, out)
+                return out
             raise ConfigError(f"the build needs the `build` extra ({exc.name} missing)",
                               hint="pip install 'edge-runtime[build]'") from None
+        if built and not force:
+            made_by = built_by(out)
+            if made_by == BUILDER_VERSION:
+                log.info("%s: already built in %s (use --force to rebuild)", name, out)
+                return out
+            # a newer builder makes a faster or more faithful graph from the same GGUF
+            log.info("%s: built by %s; rebuilding with %s", name, made_by or "an unknown builder",
+                     BUILDER_VERSION)
+        src = self.require_source(name)
         # checks the GGUF first, builds in a temporary directory and swaps it in: a bad
         # source raises a typed error and leaves the previously built model in place
         build_llm(src, out, accuracy_level=self.cfg.llm.accuracy_level, precision=precision,
                   int8_ffn=entry.int8_ffn)
         return out
+
+
+def built_by(model_dir: Path) -> str | None:
+    """The builder version model_config.json records for a built model (None: unreadable)."""
+    try:
+        return json.loads((model_dir / "model_config.json").read_text()).get("builder_version")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def pulled_path(name: str, filename: str) -> Path | None:

@@ -197,6 +197,40 @@ def test_store_build_of_a_bad_source_keeps_the_built_model(tmp_path):
     assert _fingerprint(out) == before
 
 
+def test_store_rebuilds_a_model_an_older_builder_made_and_keeps_a_current_one(tmp_path, caplog):
+    pytest.importorskip("gguf")
+    import json
+    import logging
+
+    from edge_runtime.config import load_config
+    from edge_runtime.models.gguf2onnx import BUILDER_VERSION
+    from edge_runtime.models.store import ModelStore, built_by, sha256_file
+
+    good = _tiny(tmp_path)
+    manifest = tmp_path / "manifest.toml"
+    manifest.write_text(
+        '[[model]]\nname = "tiny"\nrole = "llm"\nlicence = "test"\nurl = "file:///none"\n'
+        f'build = "gguf2onnx"\n[[model.files]]\npath = "tiny.gguf"\n'
+        f'sha256 = "{sha256_file(good)}"\n')
+    cfg = load_config(env={}, overrides={"paths": {"home": str(tmp_path / "home"),
+                                                   "manifest": str(manifest)}})
+    store = ModelStore(cfg)
+    store.files_dir("tiny").mkdir(parents=True)
+    (store.files_dir("tiny") / "tiny.gguf").write_bytes(good.read_bytes())
+    out = store.build("tiny")
+    assert built_by(out) == BUILDER_VERSION
+    graph = (out / "model.onnx").stat().st_mtime_ns
+    store.build("tiny")                                   # current: left as it is
+    assert (out / "model.onnx").stat().st_mtime_ns == graph
+    cfg_file = out / "model_config.json"
+    old = json.loads(cfg_file.read_text()) | {"builder_version": "gguf2onnx-1"}
+    cfg_file.write_text(json.dumps(old))
+    with caplog.at_level(logging.INFO, logger="edge_runtime.models.store"):
+        store.build("tiny")
+    assert built_by(out) == BUILDER_VERSION
+    assert "built by gguf2onnx-1; rebuilding with " + BUILDER_VERSION in caplog.text
+
+
 @pytest.mark.parametrize("template", ["{% for m in messages %}{{ m['content'] }",
                                       "{{ raise_exception('no system role') }}",
                                       "{{ messages[0]['content'] | no_such_filter }}"])

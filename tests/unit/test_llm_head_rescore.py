@@ -28,8 +28,9 @@ def _run_exposed(d, ids: list[int]) -> dict[str, np.ndarray]:
 
     proto = onnx.load(str(d / "model.onnx"))
     g = proto.graph
-    xn = next(n for n in g.node if n.op_type == "TopK").input[0]
-    head_in = next(n for n in g.node if n.op_type == "Unsqueeze").input[0]
+    xn = "logits_approx"
+    head_in = next(n for n in g.node if n.op_type == "MatMulNBits"
+                   and n.input[1].startswith("lm_head")).input[0]
     for name in (xn, head_in):
         g.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -55,7 +56,8 @@ def test_top_candidates_are_exact_and_the_rest_unchanged(tmp_path, arch, qtype):
     gguf_path = write_arch_gguf(tmp_path / "m.gguf", arch, qtype)
     d = tmp_path / "onnx"
     build_llm(gguf_path, d)
-    assert _ops(d).count("TopK") == 1 and _ops(d).count("ScatterElements") == 1
+    # candidates through groups (vocab 299 / 333: groups of 13 / 9), rescored by one scatter
+    assert _ops(d).count("ReduceMax") == 1 and _ops(d).count("ScatterElements") == 1
     # Q4_1 / Q4_K tables are 4-bit blocks already; Q8_0 and Q6_K (blocks of 16, re-blocked
     # by HEAD_BLOCK) get a 4-bit copy
     assert _head_bits(d) == {4}
@@ -70,6 +72,17 @@ def test_top_candidates_are_exact_and_the_rest_unchanged(tmp_path, arch, qtype):
     assert np.abs(got["approx"][top] - exact).max() > 1e-4
     others = np.setdiff1d(np.arange(len(got["approx"])), top)
     assert np.array_equal(got["logits"][others], got["approx"][others])
+
+
+def test_candidate_groups_divide_the_vocabulary_and_leave_k_groups():
+    from edge_runtime.models.gguf2onnx.graph import candidate_group
+
+    assert candidate_group(262144, 16) == 64          # Gemma 3
+    assert candidate_group(49152, 16) == 64           # SmolLM2
+    assert candidate_group(151936, 16) == 64          # Qwen2.5
+    assert candidate_group(299, 16) == 13             # 23 groups of 13; 23 would leave 13
+    assert candidate_group(307, 16) == 1              # a prime: one plain TopK
+    assert candidate_group(40, 16) == 2
 
 
 def _head_bits(d) -> set[int]:

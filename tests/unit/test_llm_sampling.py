@@ -109,3 +109,20 @@ def test_top_k_candidates_match_a_full_sort_and_break_ties_by_id():
         assert np.array_equal(ids, order) and np.array_equal(vals, z[order])
     flat = np.zeros(1000, np.float32)               # all equal: the k lowest ids
     assert top_k_candidates(flat, 7)[0].tolist() == list(range(7))
+
+
+@pytest.mark.parametrize("penalty", [1.0, 1.3, 0.7])
+def test_greedy_shortcut_picks_what_the_penalised_copy_picks(penalty):
+    """Greedy skips the copy when the penalty cannot change the winner; every case (winner
+    seen or not, penalty above or below 1, ties, negative logits) matches argmax of the
+    penalised copy."""
+    rng = np.random.default_rng(7)
+    s = Sampler(GenerationParams(temperature=0.0, repetition_penalty=penalty), 50)
+    for _ in range(300):
+        logits = np.round(rng.normal(0, 2, 50), 1).astype(np.float32)   # ties happen
+        recent = rng.integers(0, 50, rng.integers(0, 12)).tolist()
+        if rng.random() < 0.3:
+            recent.append(int(np.argmax(logits)))                      # the winner was seen
+        ref = logits.copy()
+        apply_repetition_penalty(ref, recent, penalty)
+        assert s.sample(logits, recent) == int(np.argmax(ref))

@@ -20,11 +20,12 @@ from .tokenizer import write_tokenizer
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "gguf2onnx-8"   # 2: last-position logits; 3: architectures; 4: head in
+BUILDER_VERSION = "gguf2onnx-9"   # 2: last-position logits; 3: architectures; 4: head in
 #                                   row chunks, fp16 variant; 5: int8 gate/up in one node;
 #                                   6: int8 QKV too; 7: int8 attention output, block sums by
 #                                   ReduceSum, the head's top 2 rescored exactly; 8: a tied
-#                                   head in 4-bit blocks of 128, its top 16 rescored exactly
+#                                   head in 4-bit blocks of 128, its top 16 rescored exactly;
+#                                   9: those 16 found through groups of 64 logits
 MODEL_FILE = "model.onnx"
 EXTERNAL_DATA_FILE = "model.onnx.data"
 
