@@ -52,7 +52,8 @@ def load_llm(cfg: Config, store: ModelStore):
                                  model_name=c.model, context_tokens=c.context_tokens,
                                  max_batch=profile.llm_max_batch(c.max_batch),
                                  batch_context_tokens=c.batch_context_tokens,
-                                 reuse_prefix=c.reuse_prefix, spin_us=spin)
+                                 reuse_prefix=c.reuse_prefix, spin_us=spin,
+                                 huge_pages=c.huge_pages)
         log.info("local LLM %s loaded on %s (providers: %s; %d at a time, %d threads, "
                  "busy-wait %d us)", c.model, engine.device, ", ".join(engine.providers),
                  engine.capacity, threads, spin)

@@ -55,8 +55,10 @@ class OnnxLlmEngine(SingleSessionLoad):
                  threads: int = 2, model_name: str = "", context_tokens: int = 2048,
                  engine_cache_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK,
                  reuse_prefix: bool = True, max_batch: int = 1, spin_us: int = 0,
+                 huge_pages: bool = True,
                  session_factory: Callable[..., OpenedSession] = open_session) -> None:
         self.reuse_prefix = reuse_prefix
+        self.huge_pages = huge_pages
         self._session_factory = session_factory
         self._max_batch = max_batch
         self.model_dir = Path(model_dir)
@@ -122,6 +124,7 @@ class OnnxLlmEngine(SingleSessionLoad):
             if not f.is_file():
                 raise ModelMissingError(f"LLM model file missing: {f}", hint=BUILD_HINT)
         while True:
+            before = heap.anon_huge_slots() if self.huge_pages else frozenset()
             opened = self._session_factory(
                 path, names, self.threads, self._cache_dir,
                 trt_profiles(self.cfg, self.max_len, self._max_batch, PREFILL_CHUNK),
@@ -133,6 +136,10 @@ class OnnxLlmEngine(SingleSessionLoad):
                 runner.feed([int(self.cfg.get("bos_token_id", 0))] * 2)
                 runner.feed([int(self.cfg.get("bos_token_id", 0))])
                 runner.reset()
+                if self.huge_pages and runner.device == "cpu":
+                    # the session's pre-packed weights on 2 MB pages (see heap.collapse_new)
+                    mb = heap.collapse_new(before) >> 20
+                    log.debug("LLM session memory on 2 MB pages: %d MB", mb)
                 return runner
             except Exception as exc:  # onnxruntime raises its own RuntimeException types
                 if not opened.remaining:
@@ -227,7 +234,8 @@ def _load_tokenizer(model_dir: Path):
 def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cuda", "cpu"),
                 threads: int = 2, model_name: str = "", context_tokens: int = 2048,
                 engine_cache_dir: Path | None = None, max_batch: int = 1,
-                batch_context_tokens: int = 1024, reuse_prefix: bool = True, spin_us: int = 0):
+                batch_context_tokens: int = 1024, reuse_prefix: bool = True, spin_us: int = 0,
+                huge_pages: bool = True):
     """Open the model built by ``edge-runtime models build`` in ``model_dir``.
 
     ``max_batch`` > 1 returns a :class:`~edge_runtime.llm.batching.BatchingEngine` (same
@@ -240,12 +248,13 @@ def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cud
     ModelLoadError (corrupt or mismatched files); both carry a hint naming
     ``edge-runtime models build``. ``spin_us`` (``llm.spin_us``): the session's intra-op
     threads busy-wait up to that long for the next op (0: they sleep; see
-    :func:`edge_runtime.onnx_session.spin_entries`).
+    :func:`edge_runtime.onnx_session.spin_entries`). ``huge_pages`` (``llm.huge_pages``):
+    back the CPU session's weights with 2 MB pages after loading (:func:`heap.collapse_new`).
     """
     engine = OnnxLlmEngine(Path(model_dir), providers=providers, threads=threads,
                            model_name=model_name, context_tokens=context_tokens,
                            engine_cache_dir=engine_cache_dir, reuse_prefix=reuse_prefix,
-                           max_batch=max_batch, spin_us=spin_us)
+                           max_batch=max_batch, spin_us=spin_us, huge_pages=huge_pages)
     if max_batch <= 1:
         return engine
     from .batching import BatchingEngine

@@ -466,3 +466,24 @@ def test_spin_us_reaches_the_session(model_dir):
     assert seen == [120] and eng.spin_us == 120
     assert eng._runner.sess.get_session_options().get_session_config_entry(
         "session.intra_op.spin_duration_us") == "120"
+
+
+@pytest.mark.parametrize("huge,device,calls", [(True, "cpu", 1), (False, "cpu", 0),
+                                                (True, "cuda", 0)])
+def test_huge_pages_collapse_what_the_cpu_session_mapped(model_dir, monkeypatch, huge, device,
+                                                         calls):
+    """After the warm-up, the memory mapped since just before the session opened (its
+    pre-packed weights) goes to heap.collapse_new; not with ``huge_pages=False``, and not
+    for a GPU provider (its weights are on the device)."""
+    from edge_runtime import heap
+
+    seen = []
+    monkeypatch.setattr(heap, "collapse_new", lambda before: seen.append(before) or 0)
+    snapshot = frozenset({1, 2, 3})
+    monkeypatch.setattr(heap, "anon_huge_slots", lambda: snapshot)
+    factory = failing_factory(0) if device == "cuda" else None
+    kw = {"session_factory": factory} if factory else {}
+    eng = OnnxLlmEngine(model_dir, providers=(device, "cpu"), threads=1, context_tokens=32,
+                        huge_pages=huge, **kw)
+    assert eng.device == device
+    assert seen == [snapshot] * calls
