@@ -80,6 +80,13 @@ class KvRunner:
         self._pos = np.arange(self.max_len, dtype=np.int64).reshape(1, -1)
         self._mask = np.ones((1, self.max_len), np.int64)
         self._logits = np.zeros((1, PREFILL_CHUNK, self.vocab), np.float32)
+        self._pos1 = np.zeros((1, 1), np.int64)   # a decode step's position, bound once
+        # the buffers' addresses, taken once: right after a run (its weights have evicted
+        # the caches) each `.ctypes.data` cost ~35 us, each bind_input ~30 us
+        self._ptr = {name: arr.ctypes.data for name, arr in (
+            ("ids", self._ids), ("pos", self._pos), ("pos1", self._pos1),
+            ("mask", self._mask), ("logits", self._logits))}
+        self._bound_pos = 0
         self.length = 0  # tokens currently in the cache
         self.tokens: list[int] = []  # the ids the cache holds (for prefix reuse)
         self.reused = 0              # prompt tokens the last feed_prompt kept from the cache
@@ -92,22 +99,31 @@ class KvRunner:
             self._io.bind_ortvalue_input(f"past_key_values.{i}.value", v)
             self._io.bind_ortvalue_output(f"present.{i}.key", k)
             self._io.bind_ortvalue_output(f"present.{i}.value", v)
-        self._bound_s = 1
+        self._bound_s = 0   # tokens per call the inputs are bound for (0: none yet)
 
     def _bind_logits(self, s: int) -> None:
         self._io.bind_output("logits", "cpu", 0, np.float32,
-                             [1, 1 if self.last_only else s, self.vocab], self._logits.ctypes.data)
+                             [1, 1 if self.last_only else s, self.vocab], self._ptr["logits"])
 
     def _bind_step(self, s: int, start: int) -> None:
-        io = self._io
+        """Bind the inputs of a call feeding ``s`` tokens after ``start``; a decode step
+        (s = 1 again) rebinds only the attention mask, whose length grows: the token and
+        its position are written into buffers bound once."""
+        io, ptr = self._io, self._ptr
         if s != self._bound_s:
             self._bind_logits(s)
+            io.bind_input("input_ids", "cpu", 0, np.int64, [1, s], ptr["ids"])
             self._bound_s = s
-        io.bind_input("input_ids", "cpu", 0, np.int64, [1, s], self._ids.ctypes.data)
-        io.bind_input("position_ids", "cpu", 0, np.int64, [1, s],
-                      self._pos.ctypes.data + start * 8)
-        io.bind_input("attention_mask", "cpu", 0, np.int64, [1, start + s],
-                      self._mask.ctypes.data)
+            self._bound_pos = 0
+        if s == 1:
+            self._pos1[0, 0] = start
+            pos = ptr["pos1"]
+        else:
+            pos = ptr["pos"] + start * 8
+        if pos != self._bound_pos:
+            io.bind_input("position_ids", "cpu", 0, np.int64, [1, s], pos)
+            self._bound_pos = pos
+        io.bind_input("attention_mask", "cpu", 0, np.int64, [1, start + s], ptr["mask"])
 
     def reset(self) -> None:
         self.length = 0
@@ -153,6 +169,6 @@ class KvRunner:
             self._bind_step(s, self.length)
             self.sess.run_with_iobinding(self._io)
             self.length += s
-            self.tokens.extend(int(t) for t in ids[done:done + s])
+            self.tokens.extend(map(int, ids[done:done + s]))
             done += s
         return self._logits[0, 0 if self.last_only else s - 1]
