@@ -170,27 +170,33 @@ def test_failed_rebuild_keeps_the_previous_model(tmp_path, monkeypatch):
     load_engine(out, providers=("cpu",), threads=1, context_tokens=32)
 
 
-def test_store_build_of_a_bad_source_keeps_the_built_model(tmp_path):
-    pytest.importorskip("gguf")
+def _store_with(tmp_path, gguf):
+    """A model store whose manifest has one entry, "tiny", with ``gguf`` as its pulled file."""
     from edge_runtime.config import load_config
     from edge_runtime.models.store import ModelStore, sha256_file
 
-    good = _tiny(tmp_path)
-    bad = _write_bare(tmp_path / "bad.gguf", "mamba")
     manifest = tmp_path / "manifest.toml"
     manifest.write_text(
         '[[model]]\nname = "tiny"\nrole = "llm"\nlicence = "test"\nurl = "file:///none"\n'
         f'build = "gguf2onnx"\n[[model.files]]\npath = "tiny.gguf"\n'
-        f'sha256 = "{sha256_file(bad)}"\n')
+        f'sha256 = "{sha256_file(gguf)}"\n')
     cfg = load_config(env={}, overrides={"paths": {"home": str(tmp_path / "home"),
                                                    "manifest": str(manifest)}})
     store = ModelStore(cfg)
-    out = store.built_dir("tiny")
+    store.files_dir("tiny").mkdir(parents=True)
+    (store.files_dir("tiny") / "tiny.gguf").write_bytes(gguf.read_bytes())
+    return store
+
+
+def test_store_build_of_a_bad_source_keeps_the_built_model(tmp_path):
+    pytest.importorskip("gguf")
     from edge_runtime.models.gguf2onnx.build import build_llm
+
+    good = _tiny(tmp_path)
+    store = _store_with(tmp_path, _write_bare(tmp_path / "bad.gguf", "mamba"))
+    out = store.built_dir("tiny")
     build_llm(good, out)                       # what a previous, good build left
     before = _fingerprint(out)
-    store.files_dir("tiny").mkdir(parents=True)
-    (store.files_dir("tiny") / "tiny.gguf").write_bytes(bad.read_bytes())
     with pytest.raises(ModelLoadError) as err:
         store.build("tiny", force=True)
     assert "supported: llama" in err.value.message
@@ -202,21 +208,10 @@ def test_store_rebuilds_a_model_an_older_builder_made_and_keeps_a_current_one(tm
     import json
     import logging
 
-    from edge_runtime.config import load_config
     from edge_runtime.models.gguf2onnx import BUILDER_VERSION
-    from edge_runtime.models.store import ModelStore, built_by, sha256_file
+    from edge_runtime.models.store import built_by
 
-    good = _tiny(tmp_path)
-    manifest = tmp_path / "manifest.toml"
-    manifest.write_text(
-        '[[model]]\nname = "tiny"\nrole = "llm"\nlicence = "test"\nurl = "file:///none"\n'
-        f'build = "gguf2onnx"\n[[model.files]]\npath = "tiny.gguf"\n'
-        f'sha256 = "{sha256_file(good)}"\n')
-    cfg = load_config(env={}, overrides={"paths": {"home": str(tmp_path / "home"),
-                                                   "manifest": str(manifest)}})
-    store = ModelStore(cfg)
-    store.files_dir("tiny").mkdir(parents=True)
-    (store.files_dir("tiny") / "tiny.gguf").write_bytes(good.read_bytes())
+    store = _store_with(tmp_path, _tiny(tmp_path))
     out = store.build("tiny")
     assert built_by(out) == BUILDER_VERSION
     graph = (out / "model.onnx").stat().st_mtime_ns
