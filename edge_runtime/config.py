@@ -122,7 +122,7 @@ class LlmConfig:
                                        # 200 when the LLM has 2+ threads and a core for each,
                                        # else 0 (onnx_session.resolve_spin)
     huge_pages: bool = True            # back the CPU session's weights with 2 MB pages after
-                                       # loading (Linux THP; ~1.05x decode, ~20 MB more RSS)
+                                       # loading (Linux THP; ~1.05x decode; heap.collapse_new)
     max_new_tokens: int = _Gen.max_new_tokens   # sampling defaults: types.GenerationParams
     temperature: float = _Gen.temperature
     top_p: float = _Gen.top_p

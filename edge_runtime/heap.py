@@ -30,7 +30,9 @@ def trim() -> bool:
 # onnxruntime's pre-packed copies) through the TLB: in 4 KB pages that is ~30-50k page walks
 # a token. Backed by 2 MB pages, a decode step ran 1.03-1.09x faster (two sessions of one
 # model in one process, one of them collapsed, in both load orders; 2-core Zen 4 VM, THP
-# "madvise", 2026-12-04) for ~20 MB more resident memory (the partly used 2 MB pages).
+# "madvise", 2026-12-04); only slots that are mostly resident already are collapsed
+# (MIN_RESIDENT), so the resident memory stays as it was (VmRSS after loading SmolLM2 /
+# Gemma 3: 212 / 376 MB without, 212 / 378 MB with, 116 / 158 MB of it on 2 MB pages).
 HUGE_PAGE = 2 << 20
 MADV_HUGEPAGE = 14     # Linux: back this range with huge pages when it faults
 MADV_COLLAPSE = 25     # Linux >= 6.1: do it now, synchronously

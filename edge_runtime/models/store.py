@@ -363,7 +363,7 @@ class ModelStore:
         try:
             from .gguf2onnx import BUILDER_VERSION, build_llm
         except ImportError as exc:
-            if built:     # a running install without the build extra keeps what it has
+            if built and not force:   # an install without the build extra keeps its build
                 log.info("%s: already built in %s", name, out)
                 return out
             raise ConfigError(f"the build needs the `build` extra ({exc.name} missing)",

@@ -268,3 +268,22 @@ def test_phi3_long_rope_variant_is_refused_by_name(tmp_path):
     with pytest.raises(ModelLoadError) as err:
         read_gguf(tmp_path / "long.gguf")
     assert "rope_factors_long" in err.value.message
+
+
+def test_store_without_the_build_extra_keeps_a_built_model_and_says_what_a_build_needs(
+        tmp_path, monkeypatch):
+    pytest.importorskip("gguf")
+    import sys
+
+    from edge_runtime.errors import ConfigError
+
+    store = _store_with(tmp_path, _tiny(tmp_path))
+    out = store.build("tiny")
+    monkeypatch.setitem(sys.modules, "edge_runtime.models.gguf2onnx", None)  # not installed
+    assert store.build("tiny") == out                  # the daemon starts on what it has
+    with pytest.raises(ConfigError) as err:
+        store.build("tiny", force=True)                # a rebuild asked for cannot happen
+    assert "edge-runtime[build]" in (err.value.hint or "")
+    (out / "model.onnx").unlink()
+    with pytest.raises(ConfigError):
+        store.build("tiny")
