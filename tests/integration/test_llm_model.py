@@ -68,11 +68,14 @@ def test_kv_cache_decode_matches_full_prefill(llm_model_dir):
     # scramble the logits entirely (differences of 10+ and random argmax). The head's best
     # logits are exact products (rescore_top: 0.64 apart here at most, the 8-bit head's
     # were 0.65); the others keep its 4-bit copy's rounding, which the paths' slightly
-    # different inputs move further (1.9 at most here; 1.26 with the 8-bit head).
+    # different inputs move further (1.9 at most here; 1.26 with the 8-bit head). A token at
+    # the edge of the 16 candidates can be rescored in one path and not in the other (the
+    # exact-blocks build: 21.5 vs its copy's 15.5, 6.0 apart), so the bound on all logits
+    # leaves out the largest 0.1 % of the differences (13 x 16 candidates would be 0.04 %).
     assert np.mean(got.argmax(-1) == ref.argmax(-1)) >= 0.95
     best = np.argsort(ref, axis=-1)[:, -4:]
     assert np.abs(np.take_along_axis(got - ref, best, -1)).max() < 1.5
-    assert np.abs(got - ref).max() < 3.0
+    assert np.quantile(np.abs(got - ref), 0.999) < 2.0
 
 
 def test_greedy_generation_is_deterministic(llm_engine):
