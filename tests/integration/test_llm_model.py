@@ -202,9 +202,33 @@ def test_concurrent_batched_sessions_match_sequential_greedy(llm_engine):
     if llm_engine.cfg.get("accuracy_level") == 1:
         # fp32 activations: batched rows compute exactly what single rows do
         assert [got[i] for i in range(3)] == want
-    else:
-        # int8 activations round a many-row matmul slightly differently: same start
-        assert all(got[i].split()[:2] == want[i].split()[:2] for i in range(3))
+        return
+    # int8 activations round a many-row matmul slightly differently, and a near-tie can
+    # part the texts as early as the second word ("The colour is blue." alone, "The most
+    # obvious colour is blue, ..." batched); so each batched answer is checked against the
+    # single session's own choices along it instead: a session that read another's KV
+    # cache or positions would write tokens the model does not pick for its question
+    for i, q in enumerate(qs):
+        assert got[i].split()[:1] == want[i].split()[:1]
+        # (here 0.875-1.0 for its own question, 0.44-0.56 for another question's)
+        assert _greedy_agreement(llm_engine, [SYSTEM, Message("user", q)], got[i]) >= 0.75
+
+
+def _greedy_agreement(engine, messages, answer: str) -> float:
+    """Share of ``answer``'s tokens that the engine's single session picks greedily when fed
+    the prompt and the answer's tokens before each (teacher forcing). The cache is left as
+    a generation leaves it (the prompt's prefix reused, the answer after it): how a prompt
+    is chunked moves the int8 rounding, so the next test's greedy answers depend on it."""
+    import numpy as np
+
+    runner = engine._runner
+    toks = engine._tok.encode(answer, add_special_tokens=False).ids
+    logits = runner.feed_prompt(list(engine.prepare(messages).ids))
+    hits = 0
+    for t in toks:
+        hits += int(np.argmax(logits)) == t
+        logits = runner.feed([t])
+    return hits / max(1, len(toks))
 
 
 def test_multi_turn_dialogue_prefills_only_the_new_turn(llm_engine):
