@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import mmap
+from typing import Any
+
+
+def _libc(*names: str) -> list[Any] | None:
+    """The C library's functions ``names``; None where there is no such library or one of
+    them is missing (musl has no malloc_trim, macOS no /proc)."""
+    lib = ctypes.util.find_library("c")
+    try:
+        found = ctypes.CDLL(lib, use_errno=True) if lib else None
+        return [getattr(found, n) for n in names] if found is not None else None
+    except (OSError, AttributeError):
+        return None
 
 
 def trim() -> bool:
     """Release free heap pages; True when the C library did so."""
-    name = ctypes.util.find_library("c")
-    try:
-        fn = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        fn = None
-    if fn is None:
+    fns = _libc("malloc_trim")
+    if fns is None:
         return False
+    fn = fns[0]
     fn.argtypes = [ctypes.c_size_t]
     return bool(fn(0))
 
@@ -73,17 +83,13 @@ def collapse_new(before: frozenset[int], maps: str = "/proc/self/maps") -> int:
     new = sorted(anon_huge_slots(maps) - before)
     if not new:
         return 0
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name, use_errno=True) if name else None
-        madvise, mincore = (libc.madvise, libc.mincore) if libc else (None, None)
-    except (OSError, AttributeError):
-        madvise = mincore = None
-    if madvise is None or mincore is None:
+    fns = _libc("madvise", "mincore")
+    if fns is None:
         return 0
+    madvise, mincore = fns
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-    pages = HUGE_PAGE // 4096
+    pages = HUGE_PAGE // mmap.PAGESIZE
     resident = ctypes.create_string_buffer(pages)
     done = 0
     for slot in new:
