@@ -63,6 +63,12 @@ class ModelEntry:
     notes: str = ""
     parts: tuple[tuple[str, str], ...] = ()   # (pypi spec, path inside): chunks of files[0]
     int8_ffn: bool = False   # gguf2onnx: FFN gate/up and attention QKV as int8 GEMMs (graph)
+    fold_offsets: bool = False   # gguf2onnx: block offsets folded into one node (quant)
+
+    @property
+    def build_options(self) -> dict[str, bool]:
+        """What the builder is asked for beyond the GGUF (recorded in model_config.json)."""
+        return {"int8_ffn": self.int8_ffn, "fold_offsets": self.fold_offsets}
 
 
 def load_manifest(path: str | Path | None = None) -> dict[str, ModelEntry]:
@@ -90,13 +96,15 @@ def load_manifest_text(text: str, p: Path) -> dict[str, ModelEntry]:
                                notes=raw.get("notes", ""),
                                parts=tuple((pt["pypi"], pt["path"])
                                            for pt in raw.get("parts", ())),
-                               int8_ffn=raw.get("int8_ffn", False))
+                               int8_ffn=raw.get("int8_ffn", False),
+                               fold_offsets=raw.get("fold_offsets", False))
         except KeyError as exc:
             raise ConfigError(f"model manifest {p}: entry {i} lacks key {exc}") from None
         if not entry.pypi and not entry.url:
             raise ConfigError(f"model manifest {p}: {entry.name} needs `pypi` or `url`")
-        if not isinstance(entry.int8_ffn, bool):
-            raise ConfigError(f"model manifest {p}: {entry.name}: int8_ffn must be true or false")
+        for key, value in entry.build_options.items():
+            if not isinstance(value, bool):
+                raise ConfigError(f"model manifest {p}: {entry.name}: {key} must be true or false")
         entries[entry.name] = entry
     return entries
 
@@ -369,18 +377,24 @@ class ModelStore:
             raise ConfigError(f"the build needs the `build` extra ({exc.name} missing)",
                               hint="pip install 'edge-runtime[build]'") from None
         if built and not force:
-            made_by = built_by(out)
-            if made_by == BUILDER_VERSION:
+            made_by, options = built_by(out), built_options(out)
+            wanted = entry.build_options if precision == "fp32" else options
+            if made_by == BUILDER_VERSION and options == wanted:
                 log.info("%s: already built in %s (use --force to rebuild)", name, out)
                 return out
-            # a newer builder makes a faster or more faithful graph from the same GGUF
-            log.info("%s: built by %s; rebuilding with %s", name, made_by or "an unknown builder",
-                     BUILDER_VERSION)
+            # a newer builder makes a faster or more faithful graph from the same GGUF; a
+            # manifest that asks for other options asks for another graph
+            if made_by != BUILDER_VERSION:
+                log.info("%s: built by %s; rebuilding with %s", name,
+                         made_by or "an unknown builder", BUILDER_VERSION)
+            else:
+                log.info("%s: built with %s; rebuilding with %s as the manifest asks", name,
+                         options, wanted)
         src = self.require_source(name)
         # checks the GGUF first, builds in a temporary directory and swaps it in: a bad
         # source raises a typed error and leaves the previously built model in place
         build_llm(src, out, accuracy_level=self.cfg.llm.accuracy_level, precision=precision,
-                  int8_ffn=entry.int8_ffn)
+                  int8_ffn=entry.int8_ffn, fold_offsets=entry.fold_offsets)
         return out
 
 
@@ -390,6 +404,17 @@ def built_by(model_dir: Path) -> str | None:
         return json.loads((model_dir / "model_config.json").read_text()).get("builder_version")
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def built_options(model_dir: Path) -> dict[str, bool]:
+    """The build options model_config.json records (an option it lacks was off)."""
+    try:
+        cfg = json.loads((model_dir / "model_config.json").read_text())
+    except (OSError, ValueError):
+        cfg = {}
+    if not isinstance(cfg, dict):
+        cfg = {}
+    return {key: bool(cfg.get(key, False)) for key in ("int8_ffn", "fold_offsets")}
 
 
 def pulled_path(name: str, filename: str) -> Path | None:

@@ -170,15 +170,16 @@ def test_failed_rebuild_keeps_the_previous_model(tmp_path, monkeypatch):
     load_engine(out, providers=("cpu",), threads=1, context_tokens=32)
 
 
-def _store_with(tmp_path, gguf):
-    """A model store whose manifest has one entry, "tiny", with ``gguf`` as its pulled file."""
+def _store_with(tmp_path, gguf, options: str = ""):
+    """A model store whose manifest has one entry, "tiny", with ``gguf`` as its pulled file
+    (``options``: more TOML lines for the entry, build options)."""
     from edge_runtime.config import load_config
     from edge_runtime.models.store import ModelStore, sha256_file
 
     manifest = tmp_path / "manifest.toml"
     manifest.write_text(
         '[[model]]\nname = "tiny"\nrole = "llm"\nlicence = "test"\nurl = "file:///none"\n'
-        f'build = "gguf2onnx"\n[[model.files]]\npath = "tiny.gguf"\n'
+        f'build = "gguf2onnx"\n{options}[[model.files]]\npath = "tiny.gguf"\n'
         f'sha256 = "{sha256_file(gguf)}"\n')
     cfg = load_config(env={}, overrides={"paths": {"home": str(tmp_path / "home"),
                                                    "manifest": str(manifest)}})
@@ -224,6 +225,29 @@ def test_store_rebuilds_a_model_an_older_builder_made_and_keeps_a_current_one(tm
         store.build("tiny")
     assert built_by(out) == BUILDER_VERSION
     assert "built by gguf2onnx-1; rebuilding with " + BUILDER_VERSION in caplog.text
+
+
+def test_store_rebuilds_a_model_built_with_other_options_than_its_manifest_asks(tmp_path,
+                                                                             caplog):
+    pytest.importorskip("gguf")
+    import logging
+
+    from edge_runtime.models.store import built_options
+
+    gguf = _tiny(tmp_path)
+    (tmp_path / "a").mkdir()
+    out = _store_with(tmp_path / "a", gguf).build("tiny")       # the exact blocks
+    assert built_options(out) == {"int8_ffn": False, "fold_offsets": False}
+    store = _store_with(tmp_path, gguf, "fold_offsets = true\n")
+    out.rename(store.built_dir("tiny"))                          # as a manifest edit finds it
+    with caplog.at_level(logging.INFO, logger="edge_runtime.models.store"):
+        out = store.build("tiny")
+    assert built_options(out) == {"int8_ffn": False, "fold_offsets": True}
+    assert "as the manifest asks" in caplog.text
+    graph = (out / "model.onnx").stat().st_mtime_ns
+    store.build("tiny")                                          # as asked: left as it is
+    assert (out / "model.onnx").stat().st_mtime_ns == graph
+    assert built_options(tmp_path / "missing") == {"int8_ffn": False, "fold_offsets": False}
 
 
 @pytest.mark.parametrize("template", ["{% for m in messages %}{{ m['content'] }",

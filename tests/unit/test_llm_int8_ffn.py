@@ -177,15 +177,21 @@ def test_fp16_variant_keeps_the_blocks(builds, tmp_path):
         build_graph(read_gguf(builds["llama", "gguf"]), precision="fp16", ffn_ranges={})
 
 
-def test_manifest_int8_ffn_must_be_a_bool(tmp_path):
+@pytest.mark.parametrize("key", ["int8_ffn", "fold_offsets"])
+def test_manifest_build_options_must_be_bools(tmp_path, key):
     from edge_runtime.errors import ConfigError
     from edge_runtime.models.store import REPO_MANIFEST, load_manifest, load_manifest_text
 
     shipped = load_manifest(REPO_MANIFEST)
-    assert shipped["gemma3-270m"].int8_ffn is shipped["smollm2-135m-instruct"].int8_ffn is True
+    assert shipped["gemma3-270m"].build_options == {"int8_ffn": True, "fold_offsets": False}
+    assert shipped["smollm2-135m-instruct"].build_options == {"int8_ffn": False,
+                                                              "fold_offsets": True}
     text = ('[[model]]\nname = "m"\nrole = "llm"\nlicence = "x"\npypi = "m==1"\n'
             'build = "gguf2onnx"\n{}[[model.files]]\npath = "m.gguf"\nsha256 = "00"\n')
     m = tmp_path / "manifest.toml"
-    assert load_manifest_text(text.format(""), m)["m"].int8_ffn is False   # models add's entries
-    with pytest.raises(ConfigError, match="int8_ffn must be true or false"):
-        load_manifest_text(text.format('int8_ffn = "yes"\n'), m)
+    # models add's entries: the exact blocks
+    assert load_manifest_text(text.format(""), m)["m"].build_options == {
+        "int8_ffn": False, "fold_offsets": False}
+    assert getattr(load_manifest_text(text.format(f"{key} = true\n"), m)["m"], key) is True
+    with pytest.raises(ConfigError, match=f"{key} must be true or false"):
+        load_manifest_text(text.format(f'{key} = "yes"\n'), m)

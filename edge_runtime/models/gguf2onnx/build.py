@@ -100,7 +100,8 @@ def model_config(model: GgufModel, sha256: str, accuracy_level: int) -> dict:
 
 def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
               lm_head_accuracy_level: int = 4, last_only: bool = True,
-              precision: str = "fp32", int8_ffn: bool = False) -> dict:
+              precision: str = "fp32", int8_ffn: bool = False,
+              fold_offsets: bool = False) -> dict:
     """Convert ``gguf_path`` into ``out_dir`` and return a small info dict.
 
     The weights are the GGUF's own blocks, re-packed bit-exactly. ``accuracy_level`` is
@@ -121,7 +122,10 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     ``int8_ffn`` (fp32 builds; ignored for fp16) makes the FFN gate/up, the attention QKV
     and the attention output projections int8 GEMMs calibrated on
     :data:`.reference.CALIBRATION_TEXT` (prefill much faster, an approximation the build log
-    reports; see :mod:`.graph`).
+    reports; see :mod:`.graph`). ``fold_offsets`` (fp32 builds; ignored for fp16) makes each
+    weight with block offsets that stays in blocks one MatMulNBits node, its offsets folded
+    in (decode faster, an approximation the build log reports; see
+    :func:`.quant.fold_offsets`).
     """
     t0 = time.perf_counter()
     if precision not in PRECISIONS:
@@ -137,7 +141,8 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
                                  dir=out_dir.parent))
     try:
         info = _build_into(model, sha, work, accuracy_level, lm_head_accuracy_level, last_only,
-                           precision, int8_ffn and precision == "fp32")
+                           precision, int8_ffn and precision == "fp32",
+                           fold_offsets and precision == "fp32")
         _swap_dir(work, out_dir)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -178,7 +183,7 @@ def _swap_dir(new: Path, out_dir: Path) -> None:
 
 def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
                 lm_head_accuracy_level: int, last_only: bool, precision: str = "fp32",
-                int8_ffn: bool = False) -> dict:
+                int8_ffn: bool = False, fold_offsets: bool = False) -> dict:
     out_dir.chmod(0o755)
     write_tokenizer(model, out_dir)
     report: dict = {}
@@ -186,7 +191,7 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
     proto = build_graph(model, accuracy_level=accuracy_level,
                         lm_head_accuracy_level=lm_head_accuracy_level, last_only=last_only,
                         report=report, precision=precision, ffn_ranges=ffn, attn_ranges=attn,
-                        out_ranges=out)
+                        out_ranges=out, fold_offsets=fold_offsets)
     types = dict(Counter(t.qtype for t in model.tensors.values()))
     for name, (qtype, err) in sorted(report["approximated"].items()):
         log.warning("%s: GGUF type %s has no exact ONNX form; re-quantized to 8-bit blocks of "
@@ -197,6 +202,11 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
                     "weights, int8 activations), largest abs weight error %.3g; `models "
                     "check` measures the cost", len(report["int8_ffn"]),
                     max(report["int8_ffn"].values()))
+    if report["folded"]:
+        log.warning("folded offsets: %d projections are one MatMulNBits each, the part of "
+                    "their block offsets integer zero points miss as extra weight rows over "
+                    "the input's block means, largest abs weight error %.3g; `models check` "
+                    "measures the cost", len(report["folded"]), max(report["folded"].values()))
     if report["head_candidates_error"] is not None:
         log.info("output head: a 4-bit copy of the 8-bit table (blocks of %d) picks the %d "
                  "candidates whose logits are then computed exactly (max abs weight error of "
@@ -204,7 +214,7 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
                  min(HEAD_RESCORE, model.hparams.vocab), report["head_candidates_error"])
     if not report["approximated"]:
         log.info("%s weight blocks mapped exactly (%s)",
-                 "the other" if report["int8_ffn"] else "all", types)
+                 "the other" if report["int8_ffn"] or report["folded"] else "all", types)
     if report["fp16_rounded"]:
         log.warning("fp16 variant: %d float constant values (block scales and offsets, norm "
                     "weights, rope tables) rounded to fp16; `models check` measures the cost",
@@ -225,6 +235,8 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
     cfg["approximated_tensors"] = {n: {"type": q, "max_abs_error": e}
                                    for n, (q, e) in report["approximated"].items()}
     cfg["int8_ffn"] = bool(report["int8_ffn"])
+    cfg["fold_offsets"] = fold_offsets
+    cfg["folded_projections"] = len(report["folded"])
     cfg["head_candidates_4bit"] = report["head_candidates_error"] is not None
     (out_dir / "model_config.json").write_text(json.dumps(cfg, indent=2))
     size = sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file())
@@ -233,5 +245,5 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
             "architecture": model.hparams.arch, "vocab": model.hparams.vocab,
             "source_sha256": sha, "accuracy_level": accuracy_level,
             "builder_version": BUILDER_VERSION, "precision": precision,
-            "int8_ffn": bool(report["int8_ffn"]),
+            "int8_ffn": bool(report["int8_ffn"]), "fold_offsets": fold_offsets,
             "approximated_tensors": len(report["approximated"])}

@@ -8,6 +8,7 @@ nibble of byte k, 2k+1 in the high nibble) and integer zero points. A block form
 the int8-activation path (accuracy_level 4) from cancelling a large common term. ORT's CPU
 kernel does accept a float zero point ``-m/s`` (also exact) but then dequantizes the whole
 matrix on every call (measured 0.7-1.1 ms vs 0.03-0.07 ms for a 576x1536 matmul).
+:func:`fold_offsets` gives such a weight a one-node form instead, not exact (see there).
 
 ==========  =====================================  ==========================================
 GGUF type   ggml block                             ONNX (all exact)
@@ -298,6 +299,60 @@ def split_rows(w: NBitsWeight, start: int, stop: int) -> NBitsWeight:
 
 def can_fuse(ws: list[NBitsWeight]) -> bool:
     return all(w.fmt == ws[0].fmt for w in ws)
+
+
+def _pack_zero_points(z: np.ndarray, bits: int) -> np.ndarray:
+    """[N, n_blocks] integer zero points -> MatMulNBits' layout (4-bit: two a byte, each row
+    padded to whole bytes; 8-bit: one a byte)."""
+    z = z.astype(np.uint8)
+    if bits == 8:
+        return z.reshape(-1)
+    if z.shape[1] % 2:
+        z = np.concatenate([z, np.zeros((z.shape[0], 1), np.uint8)], axis=1)
+    return _pack_nbits4(z).reshape(-1)
+
+
+def fold_offsets(w: NBitsWeight, means: bool = False) -> NBitsWeight:
+    """``w``'s block form ``s * q + m`` as ONE MatMulNBits over ``[x, blocksums(x)]`` (or,
+    with ``means``, ``[x, block means of x]``): the offset's whole steps become each
+    block's integer zero point ``z = round(-m / s)`` (clipped to the code range) and what is
+    left, ``r = m + z * s`` (at most half a step inside the range), becomes extra weight
+    rows, K + n_blocks inputs in all, quantized in blocks of ``w.block`` at ``w.bits`` with
+    their own scales and zero points. Not exact: the residual's rounding is at most 1/30 of
+    the range of the residuals in its block (4-bit), 1/510 (8-bit); ``max_abs_error`` carries
+    the largest error on a weight against the exact form. The graph feeds the means with an
+    AveragePool and a Concat, cheaper than the exact form's correction (see :mod:`.graph`)."""
+    if w.mins is None or w.k % w.block:
+        raise ValueError("fold_offsets needs a weight with block offsets and whole blocks")
+    nb, top = w.k // w.block, (1 << w.bits) - 1
+    s = w.scales.reshape(w.n, nb).astype(np.float64)
+    if w.zero_points is None:
+        z0 = np.full((w.n, nb), 1 << (w.bits - 1), np.float64)
+    elif w.bits == 8:
+        z0 = w.zero_points.reshape(w.n, nb).astype(np.float64)
+    else:
+        zb = w.zero_points.reshape(w.n, -1)
+        z0 = np.stack([zb & 0x0F, zb >> 4], axis=-1).reshape(w.n, -1)[:, :nb].astype(np.float64)
+    m = w.mins.T.astype(np.float64) - z0 * s            # the block offsets, zero point 0
+    z = np.clip(np.rint(-m / np.where(s == 0, 1.0, s)), 0, top)
+    r = m + z * s                                       # [N, nb] what the zero points miss
+    ne = -(-nb // w.block)
+    unit = w.block if means else 1      # a mean's weight is the offset times the block
+    flat = np.zeros((w.n, ne * w.block))
+    flat[:, :nb] = r * unit
+    rb = flat.reshape(w.n, ne, w.block)
+    lo, hi = np.minimum(rb.min(-1), 0.0), np.maximum(rb.max(-1), 0.0)
+    rs = (hi - lo) / top
+    rs = np.where(rs == 0, 1.0, rs).astype(np.float32).astype(np.float64)
+    rz = np.clip(np.rint(-lo / rs), 0, top)
+    rq = np.clip(np.rint(rb / rs[..., None] + rz[..., None]), 0, top)
+    err = float(np.abs(rs[..., None] * (rq - rz[..., None]) - rb).max()) / unit
+    rq = rq.astype(np.uint8)
+    extra = _pack_nbits4(rq) if w.bits == 4 else rq
+    return NBitsWeight(w.n, w.k + nb, w.bits, np.concatenate([w.b, extra], axis=1),
+                       np.concatenate([s, rs], axis=1).astype(np.float32).reshape(-1),
+                       _pack_zero_points(np.concatenate([z, rz], axis=1), w.bits), None,
+                       w.block, max(w.max_abs_error, err))
 
 
 def dequantize_nbits(w: NBitsWeight) -> np.ndarray:
