@@ -37,8 +37,9 @@ is V's channel (h's kv head, d) weighted by h's attention, so V's output rows ta
 MatMulNBits (its input, the GLU product, lost too much at per-row int8: Gemma 3 270M top-1
 0.96 -> 0.89 with it, smoothed or not).
 
-The folded build (``fold_offsets``, fp32 only; the manifest's ``fold_offsets``) is the other
-approximation chosen on purpose, for a decode step: the exact form of a block with an offset
+The folded build (``fold_offsets``, fp32 only; the manifest's ``fold_offsets``, an option no
+shipped model takes: its slower prefill delays the first token, see the README) is the other
+approximation on offer, for a decode step: the exact form of a block with an offset
 (``s * q + m``) adds three small nodes and an fp32 [n_blocks, N] MatMul to each projection,
 which together cost as much as the 4-bit MatMulNBits saves over the int8 GEMM (a decode step
 0.96x the int8 build's; the same build without the correction, wrong but an upper bound,
@@ -46,7 +47,7 @@ which together cost as much as the 4-bit MatMulNBits saves over the int8 GEMM (a
 as extra weight rows over the input's block means (:func:`.quant.fold_offsets`, a Concat and
 an AveragePool): one MatMulNBits per projection. Measured against the int8 build
 (``benchmarks.llm_ab``, SmolLM2-135M, every load order, 2026-12-04): a decode step
-1.15-1.21x faster, a 48-token prefill 0.52-0.64x (MatMulNBits runs many rows ~2.5x slower
+1.11-1.21x faster, a 48-token prefill 0.52-0.64x (MatMulNBits runs many rows ~2.5x slower
 than the int8 GEMM), top-1 vs the fp32 reference 97.5-98.75 % (int8 build 97.5 %).
 """
 from __future__ import annotations
