@@ -68,7 +68,10 @@ class ModelEntry:
     @property
     def build_options(self) -> dict[str, bool]:
         """What the builder is asked for beyond the GGUF (recorded in model_config.json)."""
-        return {"int8_ffn": self.int8_ffn, "fold_offsets": self.fold_offsets}
+        return {key: getattr(self, key) for key in BUILD_OPTIONS}
+
+
+BUILD_OPTIONS = ("int8_ffn", "fold_offsets")   # ModelEntry's gguf2onnx options
 
 
 def load_manifest(path: str | Path | None = None) -> dict[str, ModelEntry]:
@@ -96,8 +99,7 @@ def load_manifest_text(text: str, p: Path) -> dict[str, ModelEntry]:
                                notes=raw.get("notes", ""),
                                parts=tuple((pt["pypi"], pt["path"])
                                            for pt in raw.get("parts", ())),
-                               int8_ffn=raw.get("int8_ffn", False),
-                               fold_offsets=raw.get("fold_offsets", False))
+                               **{key: raw.get(key, False) for key in BUILD_OPTIONS})
         except KeyError as exc:
             raise ConfigError(f"model manifest {p}: entry {i} lacks key {exc}") from None
         if not entry.pypi and not entry.url:
@@ -398,23 +400,24 @@ class ModelStore:
         return out
 
 
+def _built_config(model_dir: Path) -> dict:
+    """A built model's model_config.json ({} when unreadable)."""
+    try:
+        cfg = json.loads((model_dir / "model_config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return cfg if isinstance(cfg, dict) else {}
+
+
 def built_by(model_dir: Path) -> str | None:
     """The builder version model_config.json records for a built model (None: unreadable)."""
-    try:
-        return json.loads((model_dir / "model_config.json").read_text()).get("builder_version")
-    except (OSError, ValueError, AttributeError):
-        return None
+    return _built_config(model_dir).get("builder_version")
 
 
 def built_options(model_dir: Path) -> dict[str, bool]:
     """The build options model_config.json records (an option it lacks was off)."""
-    try:
-        cfg = json.loads((model_dir / "model_config.json").read_text())
-    except (OSError, ValueError):
-        cfg = {}
-    if not isinstance(cfg, dict):
-        cfg = {}
-    return {key: bool(cfg.get(key, False)) for key in ("int8_ffn", "fold_offsets")}
+    cfg = _built_config(model_dir)
+    return {key: bool(cfg.get(key, False)) for key in BUILD_OPTIONS}
 
 
 def pulled_path(name: str, filename: str) -> Path | None:

@@ -326,14 +326,7 @@ def fold_offsets(w: NBitsWeight, means: bool = False) -> NBitsWeight:
         raise ValueError("fold_offsets needs a weight with block offsets and whole blocks")
     nb, top = w.k // w.block, (1 << w.bits) - 1
     s = w.scales.reshape(w.n, nb).astype(np.float64)
-    if w.zero_points is None:
-        z0 = np.full((w.n, nb), 1 << (w.bits - 1), np.float64)
-    elif w.bits == 8:
-        z0 = w.zero_points.reshape(w.n, nb).astype(np.float64)
-    else:
-        zb = w.zero_points.reshape(w.n, -1)
-        z0 = np.stack([zb & 0x0F, zb >> 4], axis=-1).reshape(w.n, -1)[:, :nb].astype(np.float64)
-    m = w.mins.T.astype(np.float64) - z0 * s            # the block offsets, zero point 0
+    m = w.mins.T.astype(np.float64) - zero_points(w) * s   # the block offsets, zero point 0
     z = np.clip(np.rint(-m / np.where(s == 0, 1.0, s)), 0, top)
     r = m + z * s                                       # [N, nb] what the zero points miss
     ne = -(-nb // w.block)
@@ -355,24 +348,27 @@ def fold_offsets(w: NBitsWeight, means: bool = False) -> NBitsWeight:
                        w.block, max(w.max_abs_error, err))
 
 
+def zero_points(w: NBitsWeight) -> np.ndarray:
+    """[N, n_blocks] each block's zero point, unpacked (MatMulNBits' default when the weight
+    has none: 2 ** (bits - 1))."""
+    nb = -(-w.k // w.block)      # a last partial block is zero-padded
+    if w.zero_points is None:
+        return np.full((w.n, nb), 1 << (w.bits - 1), np.float64)
+    if w.bits == 8:
+        return w.zero_points.reshape(w.n, nb).astype(np.float64)
+    zb = w.zero_points.reshape(w.n, -1)
+    return np.stack([zb & 0x0F, zb >> 4], axis=-1).reshape(w.n, -1)[:, :nb].astype(np.float64)
+
+
 def dequantize_nbits(w: NBitsWeight) -> np.ndarray:
     """fp32 [N, K] from the MatMulNBits layout (used by tests to prove the re-pack exact)."""
     bs = w.block
     nb = -(-w.k // bs)           # a last partial block is zero-padded
     if w.bits == 4:
         q = np.stack([w.b & 0x0F, w.b >> 4], axis=-1).reshape(w.n, nb, bs).astype(np.float32)
-        if w.zero_points is None:
-            zp = np.full((w.n, nb), 8.0, np.float32)
-        else:
-            zb = w.zero_points.reshape(w.n, -1)
-            zp = np.stack([zb & 0x0F, zb >> 4], axis=-1).reshape(w.n, -1)[:, :nb]
-            zp = zp.astype(np.float32)
     else:
         q = w.b.reshape(w.n, nb, bs).astype(np.float32)
-        if w.zero_points is None:           # MatMulNBits' default: 2 ** (bits - 1)
-            zp = np.full((w.n, nb), 128.0, np.float32)
-        else:
-            zp = w.zero_points.reshape(w.n, nb).astype(np.float32)
+    zp = zero_points(w).astype(np.float32)
     out = (q - zp[..., None]) * w.scales.reshape(w.n, nb)[..., None]
     if w.mins is not None:
         out = out + w.mins.T[..., None]
