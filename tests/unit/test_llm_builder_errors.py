@@ -232,22 +232,22 @@ def test_store_rebuilds_a_model_built_with_other_options_than_its_manifest_asks(
     pytest.importorskip("gguf")
     import logging
 
-    from edge_runtime.models.store import built_options
+    from edge_runtime.models.store import BUILD_OPTIONS, built_options
 
     gguf = _tiny(tmp_path)
     (tmp_path / "a").mkdir()
     out = _store_with(tmp_path / "a", gguf).build("tiny")       # the exact blocks
-    assert built_options(out) == {"int8_ffn": False, "fold_offsets": False}
+    assert built_options(out) == dict.fromkeys(BUILD_OPTIONS, False)
     store = _store_with(tmp_path, gguf, "fold_offsets = true\n")
     out.rename(store.built_dir("tiny"))                          # as a manifest edit finds it
     with caplog.at_level(logging.INFO, logger="edge_runtime.models.store"):
         out = store.build("tiny")
-    assert built_options(out) == {"int8_ffn": False, "fold_offsets": True}
+    assert built_options(out) == {**dict.fromkeys(BUILD_OPTIONS, False), "fold_offsets": True}
     assert "as the manifest asks" in caplog.text
     graph = (out / "model.onnx").stat().st_mtime_ns
     store.build("tiny")                                          # as asked: left as it is
     assert (out / "model.onnx").stat().st_mtime_ns == graph
-    assert built_options(tmp_path / "missing") == {"int8_ffn": False, "fold_offsets": False}
+    assert built_options(tmp_path / "missing") == dict.fromkeys(BUILD_OPTIONS, False)
 
 
 @pytest.mark.parametrize("template", ["{% for m in messages %}{{ m['content'] }",

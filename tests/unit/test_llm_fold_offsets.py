@@ -116,7 +116,8 @@ def test_onnxruntime_runs_the_folded_node_on_x_and_its_block_means():
 def builds(tmp_path_factory):
     return build_variants(tmp_path_factory.mktemp("fold"), {
         "exact": {}, "fold": {"fold_offsets": True},
-        "int8": {"int8_ffn": True, "fold_offsets": True}})
+        "int8": {"int8_ffn": True, "int8_attention": True, "fold_offsets": True},
+        "ffn8": {"int8_ffn": True, "fold_offsets": True}})
 
 
 def _graph(d):
@@ -157,6 +158,18 @@ def test_with_the_int8_projections_only_the_down_projection_folds(builds):
     assert len(kept) >= cfg["num_layers"]
     assert [n.op_type for n in _graph(builds["llama", "int8"]).node].count(
         "DynamicQuantizeMatMul") == 3 * cfg["num_layers"]
+
+
+def test_with_the_int8_ffn_alone_every_other_projection_folds(builds):
+    """SmolLM2's shipped build: the FFN gate/up int8, QKV, attention output, down (and this
+    fixture's untied head) each one folded MatMulNBits."""
+    cfg = json.loads((builds["llama", "ffn8"] / "model_config.json").read_text())
+    kept = [n for n in _offsets(builds["llama", "exact"]) if "ffn_gate_up" not in n]
+    assert cfg["int8_ffn"] is True and cfg["int8_attention"] is False
+    assert cfg["folded_projections"] == len(kept) >= 3 * cfg["num_layers"]
+    ops = [n.op_type for n in _graph(builds["llama", "ffn8"]).node]
+    assert ops.count("DynamicQuantizeMatMul") == cfg["num_layers"]
+    assert not _offsets(builds["llama", "ffn8"])
 
 
 @pytest.mark.parametrize("arch", ["llama", "gemma3"])

@@ -20,12 +20,13 @@ from .tokenizer import write_tokenizer
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "gguf2onnx-9"   # 2: last-position logits; 3: architectures; 4: head in
+BUILDER_VERSION = "gguf2onnx-10"   # 2: last-position logits; 3: architectures; 4: head in
 #                                   row chunks, fp16 variant; 5: int8 gate/up in one node;
 #                                   6: int8 QKV too; 7: int8 attention output, block sums by
 #                                   ReduceSum, the head's top 2 rescored exactly; 8: a tied
 #                                   head in 4-bit blocks of 128, its top 16 rescored exactly;
-#                                   9: those 16 found through groups of 64 logits
+#                                   9: those 16 found through groups of 64 logits; 10:
+#                                   int8_attention its own option (int8_ffn alone: the FFN)
 MODEL_FILE = "model.onnx"
 EXTERNAL_DATA_FILE = "model.onnx.data"
 
@@ -101,7 +102,7 @@ def model_config(model: GgufModel, sha256: str, accuracy_level: int) -> dict:
 def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
               lm_head_accuracy_level: int = 4, last_only: bool = True,
               precision: str = "fp32", int8_ffn: bool = False,
-              fold_offsets: bool = False) -> dict:
+              int8_attention: bool = False, fold_offsets: bool = False) -> dict:
     """Convert ``gguf_path`` into ``out_dir`` and return a small info dict.
 
     The weights are the GGUF's own blocks, re-packed bit-exactly. ``accuracy_level`` is
@@ -119,12 +120,12 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     ``out_dir``, so a failed build leaves the previously built model as it was.
     ``precision`` "fp16" builds the variant for the CUDA / TensorRT providers (fp16
     activations and KV cache, the same weight blocks; see :func:`.graph.build_graph`).
-    ``int8_ffn`` (fp32 builds; ignored for fp16) makes the FFN gate/up, the attention QKV
-    and the attention output projections int8 GEMMs calibrated on
-    :data:`.reference.CALIBRATION_TEXT` (prefill much faster, an approximation the build log
-    reports; see :mod:`.graph`). ``fold_offsets`` (fp32 builds; ignored for fp16) makes each
-    weight with block offsets that stays in blocks one MatMulNBits node, its offsets folded
-    in (decode faster, an approximation the build log reports; see
+    ``int8_ffn`` (fp32 builds; ignored for fp16) makes the FFN gate/up projections int8
+    GEMMs calibrated on :data:`.reference.CALIBRATION_TEXT` (prefill much faster, an
+    approximation the build log reports; see :mod:`.graph`); ``int8_attention`` the same for
+    the attention QKV and output projections. ``fold_offsets`` (fp32 builds; ignored for
+    fp16) makes each weight with block offsets that stays in blocks one MatMulNBits node, its
+    offsets folded in (decode faster, an approximation the build log reports; see
     :func:`.quant.fold_offsets`).
     """
     t0 = time.perf_counter()
@@ -142,6 +143,7 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     try:
         info = _build_into(model, sha, work, accuracy_level, lm_head_accuracy_level, last_only,
                            precision, int8_ffn and precision == "fp32",
+                           int8_attention and precision == "fp32",
                            fold_offsets and precision == "fp32")
         _swap_dir(work, out_dir)
     except BaseException:
@@ -154,8 +156,9 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
 
 
 def _calibrate_int8(model: GgufModel, out_dir: Path) -> tuple[dict, dict, dict]:
-    """The int8 build's calibration: (FFN input ranges, attention input ranges) of the numpy
-    reference over CALIBRATION_TEXT, tokenized as the engine feeds a prompt."""
+    """The int8 build's calibration: (FFN input ranges, attention input ranges, attention
+    output input ranges) of the numpy reference over CALIBRATION_TEXT, tokenized as the
+    engine feeds a prompt."""
     from .reference import CALIBRATION_TEXT, ffn_input_ranges, text_ids
 
     ids = text_ids(model, out_dir, CALIBRATION_TEXT)
@@ -183,11 +186,17 @@ def _swap_dir(new: Path, out_dir: Path) -> None:
 
 def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
                 lm_head_accuracy_level: int, last_only: bool, precision: str = "fp32",
-                int8_ffn: bool = False, fold_offsets: bool = False) -> dict:
+                int8_ffn: bool = False, int8_attention: bool = False,
+                fold_offsets: bool = False) -> dict:
     out_dir.chmod(0o755)
     write_tokenizer(model, out_dir)
     report: dict = {}
-    ffn, attn, out = _calibrate_int8(model, out_dir) if int8_ffn else (None, None, None)
+    ffn, attn, out = (_calibrate_int8(model, out_dir) if int8_ffn or int8_attention
+                      else (None, None, None))
+    if not int8_ffn:
+        ffn = None
+    if not int8_attention:
+        attn = out = None
     proto = build_graph(model, accuracy_level=accuracy_level,
                         lm_head_accuracy_level=lm_head_accuracy_level, last_only=last_only,
                         report=report, precision=precision, ffn_ranges=ffn, attn_ranges=attn,
@@ -197,10 +206,12 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
         log.warning("%s: GGUF type %s has no exact ONNX form; re-quantized to 8-bit blocks of "
                     "32, max abs error vs the GGUF dequantization %.3g", name, qtype, err)
     if report["int8_ffn"]:
-        log.warning("int8 build: %d projections (each layer's FFN gate/up, attention "
-                    "QKV and attention output) are int8 GEMMs (smoothed, per-column int8 "
-                    "weights, int8 activations), largest abs weight error %.3g; `models "
-                    "check` measures the cost", len(report["int8_ffn"]),
+        log.warning("int8 build: %d projections (each layer's %s) are int8 GEMMs (smoothed, "
+                    "per-column int8 weights, int8 activations), largest abs weight error "
+                    "%.3g; `models check` measures the cost", len(report["int8_ffn"]),
+                    " and ".join(what for what, on in (
+                        ("FFN gate/up", int8_ffn),
+                        ("attention QKV and output", int8_attention)) if on),
                     max(report["int8_ffn"].values()))
     if report["folded"]:
         log.warning("folded offsets: %d projections are one MatMulNBits each, the part of "
@@ -234,7 +245,8 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
     cfg["tensor_types"] = types
     cfg["approximated_tensors"] = {n: {"type": q, "max_abs_error": e}
                                    for n, (q, e) in report["approximated"].items()}
-    cfg["int8_ffn"] = bool(report["int8_ffn"])
+    cfg["int8_ffn"] = int8_ffn
+    cfg["int8_attention"] = int8_attention
     cfg["fold_offsets"] = fold_offsets
     cfg["folded_projections"] = len(report["folded"])
     cfg["head_candidates_4bit"] = report["head_candidates_error"] is not None
@@ -245,5 +257,6 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
             "architecture": model.hparams.arch, "vocab": model.hparams.vocab,
             "source_sha256": sha, "accuracy_level": accuracy_level,
             "builder_version": BUILDER_VERSION, "precision": precision,
-            "int8_ffn": bool(report["int8_ffn"]), "fold_offsets": fold_offsets,
+            "int8_ffn": int8_ffn, "int8_attention": int8_attention,
+            "fold_offsets": fold_offsets,
             "approximated_tensors": len(report["approximated"])}

@@ -18,13 +18,13 @@ embedding table's exact rows (:meth:`_Builder.rescore_top`), and at accuracy lev
 4-bit copy of the table (an 8-bit table is re-quantized in blocks of HEAD_BLOCK,
 :func:`.quant.requantize_4bit`).
 
-The int8 build (``ffn_ranges`` and ``attn_ranges``, fp32 only; the manifest's ``int8_ffn``)
-is the one approximate mapping chosen on purpose: onnxruntime's MatMulNBits runs a prefill of
-44 rows at about the speed of 44 single rows, while DynamicQuantizeMatMul (int8 GEMM, VNNI)
-runs it 6x faster. Its activations are quantized per row (per tensor when several rows),
-which loses the outlier channels a norm weight makes, so the input of each such projection
-is smoothed first (SmoothQuant): each input channel k is divided by
-s_k = a_k^alpha / w_k^(1 - alpha), a_k its largest magnitude over a calibration text (the
+The int8 build (``ffn_ranges`` and ``attn_ranges``, fp32 only; the manifest's ``int8_ffn``
+and ``int8_attention``) is the one approximate mapping chosen on purpose: onnxruntime's
+MatMulNBits runs a prefill of 44 rows at about the speed of 44 single rows, while
+DynamicQuantizeMatMul (int8 GEMM, VNNI) runs it 6x faster. Its activations are quantized per
+row (per tensor when several rows), which loses the outlier channels a norm weight makes, so
+the input of each such projection is smoothed first (SmoothQuant): each input channel k is
+divided by s_k = a_k^alpha / w_k^(1 - alpha), a_k its largest magnitude over a calibration text (the
 numpy reference, :func:`.reference.ffn_input_ranges`), w_k the largest weight on it; the
 norm weight before the projection takes the 1/s_k and the weight columns the s_k (exact in
 real numbers), then the weights are rounded to int8 per output column. Two projections per
@@ -35,11 +35,15 @@ at 0.9748 / 0.9812). The attention output is the third: its input channel (head 
 is V's channel (h's kv head, d) weighted by h's attention, so V's output rows take the 1/s_k
 (one value per kv head and dim, :meth:`_Builder.out_smoothing`). The down projection stays
 MatMulNBits (its input, the GLU product, lost too much at per-row int8: Gemma 3 270M top-1
-0.96 -> 0.89 with it, smoothed or not).
+0.96 -> 0.89 with it, smoothed or not). The attention's int8 GEMMs (``attn_ranges``) are
+their own option: on SmolLM2-135M they cost 2.5-2.8 points of top-1 on text longer and more
+varied than the 161-token check (94.2 / 94.7 % on two passages of 653 / 544 tokens, against
+96.5 / 97.4 % with the FFN alone int8 and 96.6 / 96.5 % for llama.cpp), none on Gemma 3 270M
+(97.1 / 96.9 %).
 
-The folded build (``fold_offsets``, fp32 only; the manifest's ``fold_offsets``, an option no
-shipped model takes: its slower prefill delays the first token, see the README) is the other
-approximation on offer, for a decode step: the exact form of a block with an offset
+The folded build (``fold_offsets``, fp32 only; the manifest's ``fold_offsets``: SmolLM2's
+build folds every projection but its int8 FFN gate/up; folding those too delays the first
+token, see the README) is the other approximation on offer, for a decode step: the exact form of a block with an offset
 (``s * q + m``) adds three small nodes and an fp32 [n_blocks, N] MatMul to each projection,
 which together cost as much as the 4-bit MatMulNBits saves over the int8 GEMM (a decode step
 0.96x the int8 build's; the same build without the correction, wrong but an upper bound,
@@ -665,9 +669,10 @@ def build_graph(model: GgufModel, accuracy_level: int = 4,
 
     ``ffn_ranges`` (fp32 only): per layer, the FFN input's channel ranges over a calibration
     text (:func:`.reference.ffn_input_ranges`); the FFN gate/up projections are then the int8
-    FFN of the module docstring, and ``report["int8_ffn"]`` gets {node: max abs weight
-    error}. ``report["head_candidates_error"]``: the max abs weight error of a tied head's
-    4-bit copy (None when the head is the table's own blocks).
+    FFN of the module docstring. ``attn_ranges`` and ``out_ranges`` (fp32 only), the same for
+    the attention QKV and output projections. ``report["int8_ffn"]`` gets {node: max abs
+    weight error} for every int8 projection. ``report["head_candidates_error"]``: the max abs
+    weight error of a tied head's 4-bit copy (None when the head is the table's own blocks).
 
     ``fold_offsets`` (fp32 only): each weight with block offsets (Q4_1, Q5_1, Q4_K, Q5_K)
     that stays in blocks is one MatMulNBits over ``[x, block means of x]``, the offsets
@@ -676,8 +681,9 @@ def build_graph(model: GgufModel, accuracy_level: int = 4,
     error}."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, not {precision!r}")
-    if ffn_ranges is not None and precision != "fp32":
-        raise ValueError("the int8 FFN is a CPU build (fp32); the fp16 variant keeps the blocks")
+    if (ffn_ranges is not None or attn_ranges is not None) and precision != "fp32":
+        raise ValueError("the int8 projections are a CPU build (fp32); the fp16 variant keeps "
+                         "the blocks")
     if fold_offsets and precision != "fp32":
         raise ValueError("folded offsets are a CPU build (fp32); the fp16 variant keeps the "
                          "exact form")
