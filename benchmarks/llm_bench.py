@@ -3,7 +3,8 @@
     edge-runtime bench llm [--model NAME] [--gguf PATH] [--model-dir DIR] [--threads 2]
                            [--spin-us -1] [--runs 7] [--decode-tokens 64] [--batching 1,2,4,8,16]
                            [--batch-seconds 8] [--no-llama-cpp]
-                           [--llama-policy both|passive|spin] [--no-fidelity] [--json]
+                           [--llama-policy both|passive|spin] [--no-fidelity]
+                           [--fidelity-text FILE] [--json]
 
 ``--model`` names a model of the store (default SmolLM2-135M-Instruct): its pulled GGUF and
 built ONNX directory (``--gguf``/``--model-dir`` override them). llama.cpp runs in both
@@ -173,8 +174,10 @@ def _spec(args: argparse.Namespace) -> dict:
     del eng
     if not args.no_fidelity:
         model = read_gguf(args.gguf)
+        text = args.fidelity_text.read_text(encoding="utf-8") if args.fidelity_text \
+            else DEFAULT_TEXT
         ids = Tokenizer.from_file(str(args.model_dir / "tokenizer.json")).encode(
-            DEFAULT_TEXT, add_special_tokens=False).ids
+            text, add_special_tokens=False).ids
         if model.metadata.get("add_bos"):   # as the engine and `models check` feed it (Gemma)
             ids = [model.bos_id] + ids
         ref = reference_logits(model, ids).argmax(-1)
@@ -299,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llama-spin", action="store_const", dest="llama_policy", const="spin",
                     help="same as --llama-policy spin")
     ap.add_argument("--no-fidelity", action="store_true")
+    ap.add_argument("--fidelity-text", type=Path, metavar="FILE",
+                    help="top-1 agreement on this text (default: the 161-token passage of "
+                    "`models check`; benchmarks/data/fidelity_passages.txt: two longer ones)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     args.spin_us = resolve_spin(args.spin_us, args.threads)     # auto: as the daemon would
@@ -315,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"`edge-runtime models pull {args.model}` and `edge-runtime models build "
                   f"{args.model}`", file=sys.stderr)
             return 2
+    if args.fidelity_text is not None and not args.fidelity_text.is_file():
+        print(f"--fidelity-text {args.fidelity_text}: no such file (pass a UTF-8 text file, "
+              "e.g. benchmarks/data/fidelity_passages.txt)", file=sys.stderr)
+        return 2
     out = bench(args)
     print(json.dumps(out) if args.json else _table(out))
     return 0

@@ -13,6 +13,7 @@ import logging
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
@@ -211,11 +212,27 @@ def cmd_models(args: argparse.Namespace) -> int:
                   "build what is missing", file=sys.stderr)
     elif args.action == "check":
         from .models.gguf2onnx import check_fidelity
+        text = _check_text(args.text) if getattr(args, "text", None) else None
         for name in names:
             report = check_fidelity(store.require_source(name),
-                                    store.built_dir(name, getattr(args, "precision", "fp32")))
+                                    store.built_dir(name, getattr(args, "precision", "fp32")),
+                                    text)
             print(json.dumps({"model": name, **report}))
     return 0
+
+
+def _check_text(path: str) -> str:
+    """The text of ``models check --text FILE`` (a typed error for a missing, unreadable or
+    empty file)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the check text {path}: {exc}",
+                          hint="pass a UTF-8 text file") from None
+    if len(text.split()) < 2:
+        raise ConfigError(f"the check text {path} is empty",
+                          hint="pass a file with a few sentences of text") from None
+    return text
 
 
 def cmd_nlu(args: argparse.Namespace) -> int:
@@ -292,6 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
         if action in ("list", "check"):
             a.add_argument("--json", action="store_true", help="one JSON object (check: "
                            "always; top1_agreement is its fidelity figure)")
+        if action == "check":
+            a.add_argument("--text", metavar="FILE", help="check on this UTF-8 text instead "
+                           "of the built-in 161-token passage (e.g. text like your answers; "
+                           "benchmarks/data/fidelity_passages.txt: two longer ones)")
     a = msub.add_parser("add", parents=[common], help="add your own GGUF LLM and build it")
     a.add_argument("file", metavar="FILE.gguf")
     a.add_argument("--name", help="the model's name (default: from the file name)")

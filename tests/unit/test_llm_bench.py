@@ -1,5 +1,8 @@
-"""`bench llm`: llama.cpp in both thread policies, each ratio against the better; --model."""
+"""`bench llm`: llama.cpp in both thread policies, each ratio against the better; --model;
+--fidelity-text."""
 from __future__ import annotations
+
+import pytest
 
 from benchmarks import llm_bench
 
@@ -67,3 +70,14 @@ def test_llama_spin_is_kept_as_the_spin_policy(monkeypatch, tmp_path):
     llm_bench.main(["--gguf", str(gguf), "--model-dir", str(onnx)])
     assert [a.llama_policy for a in seen] == ["spin", "both"]
     assert seen[1].model == "smollm2-135m-instruct"
+
+
+def test_a_missing_fidelity_text_is_reported_before_any_run(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(llm_bench, "bench", lambda a: pytest.fail("ran"))
+    gguf, onnx = tmp_path / "m.gguf", tmp_path / "onnx"
+    onnx.mkdir()
+    gguf.write_bytes(b"x")
+    (onnx / "model.onnx").write_bytes(b"x")
+    assert llm_bench.main(["--gguf", str(gguf), "--model-dir", str(onnx),
+                           "--fidelity-text", str(tmp_path / "none.txt")]) == 2
+    assert "none.txt: no such file" in capsys.readouterr().err

@@ -162,6 +162,29 @@ def test_cli_models_check_json_prints_top1_agreement(tmp_path, capsys):
     assert report["model"] == "tl" and 0.9 <= report["top1_agreement"] <= 1.0
 
 
+def test_cli_models_check_on_a_text_of_ones_own(tmp_path, capsys):
+    from edge_runtime.cli import main
+
+    src = _tiny(tmp_path, "llama", "Q8_0", "tiny-llama.gguf")
+    home = f"paths.home={tmp_path / 'home'}"
+    assert main(["models", "add", str(src), "--name", "tl", "--set", home]) == 0
+    capsys.readouterr()
+    assert main(["models", "check", "tl", "--set", home]) == 0
+    default = json.loads(capsys.readouterr().out)["tokens"]
+    text = tmp_path / "mine.txt"
+    text.write_text("Turn on the kitchen lights. " * 3, encoding="utf-8")
+    assert main(["models", "check", "tl", "--text", str(text), "--set", home]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["tokens"] != default and 0.0 <= report["top1_agreement"] <= 1.0
+    (tmp_path / "empty.txt").write_text(" \n", encoding="utf-8")
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    for name, says in (("empty.txt", "is empty"), ("none.txt", "cannot read"),
+                       ("latin1.txt", "cannot read")):
+        assert main(["models", "check", "tl", "--text", str(tmp_path / name),
+                     "--set", home]) != 0
+        assert says in capsys.readouterr().err
+
+
 def test_a_failed_replacement_keeps_the_previous_model(tmp_path, monkeypatch):
     from edge_runtime.models.user import add_model
 
