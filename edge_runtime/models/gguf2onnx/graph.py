@@ -24,35 +24,36 @@ MatMulNBits runs a prefill of 44 rows at about the speed of 44 single rows, whil
 DynamicQuantizeMatMul (int8 GEMM, VNNI) runs it 6x faster. Its activations are quantized per
 row (per tensor when several rows), which loses the outlier channels a norm weight makes, so
 the input of each such projection is smoothed first (SmoothQuant): each input channel k is
-divided by s_k = a_k^alpha / w_k^(1 - alpha), a_k its largest magnitude over a calibration text (the
-numpy reference, :func:`.reference.ffn_input_ranges`), w_k the largest weight on it; the
-norm weight before the projection takes the 1/s_k and the weight columns the s_k (exact in
-real numbers), then the weights are rounded to int8 per output column. Two projections per
-layer read a norm's output and are built so: the FFN gate/up (ffn_norm) and the attention
-QKV (attn_norm; with it a 48-token prefill 1.17x / 1.23-1.25x faster and a decode step
-1.07x / 1.00-1.04x on Gemma 3 270M / SmolLM2-135M, ``benchmarks.llm_ab``, top-1 unchanged
-at 0.9748 / 0.9812). The attention output is the third: its input channel (head h, dim d)
-is V's channel (h's kv head, d) weighted by h's attention, so V's output rows take the 1/s_k
-(one value per kv head and dim, :meth:`_Builder.out_smoothing`). The down projection stays
-MatMulNBits (its input, the GLU product, lost too much at per-row int8: Gemma 3 270M top-1
-0.96 -> 0.89 with it, smoothed or not). The attention's int8 GEMMs (``attn_ranges``) are
-their own option: on SmolLM2-135M they cost 2.5-2.8 points of top-1 on text longer and more
-varied than the 161-token check (94.2 / 94.7 % on two passages of 653 / 544 tokens, against
-96.5 / 97.4 % with the FFN alone int8 and 96.6 / 96.5 % for llama.cpp), none on Gemma 3 270M
-(97.1 / 96.9 %).
+divided by s_k = a_k^alpha / w_k^(1 - alpha), a_k its largest magnitude over a calibration
+text (the numpy reference, :func:`.reference.ffn_input_ranges`), w_k the largest weight on
+it; the norm weight before the projection takes the 1/s_k and the weight columns the s_k
+(exact in real numbers), then the weights are rounded to int8 per output column. Two
+projections per layer read a norm's output and are built so: the FFN gate/up (ffn_norm) and
+the attention QKV (attn_norm; with it a 48-token prefill 1.17x / 1.23-1.25x faster and a
+decode step 1.07x / 1.00-1.04x on Gemma 3 270M / SmolLM2-135M, ``benchmarks.llm_ab``, top-1
+unchanged at 0.9748 / 0.9812). The attention output is the third: its input channel (head h,
+dim d) is V's channel (h's kv head, d) weighted by h's attention, so V's output rows take
+the 1/s_k (one value per kv head and dim, :meth:`_Builder.out_smoothing`). The down
+projection stays MatMulNBits (its input, the GLU product, lost too much at per-row int8:
+Gemma 3 270M top-1 0.96 -> 0.89 with it, smoothed or not). The attention's int8 GEMMs
+(``attn_ranges``) are their own option: on SmolLM2-135M they cost 2.3-2.8 points of top-1 on
+text longer and more varied than the 161-token check (94.2 / 94.7 % on two passages of 653 /
+544 tokens, against 96.5 / 97.4 % with the FFN alone int8 and 96.6 / 96.5 % for llama.cpp),
+none on Gemma 3 270M (97.1 % with them, 96.9 % without, on the first).
 
 The folded build (``fold_offsets``, fp32 only; the manifest's ``fold_offsets``: SmolLM2's
 build folds every projection but its int8 FFN gate/up; folding those too delays the first
-token, see the README) is the other approximation on offer, for a decode step: the exact form of a block with an offset
-(``s * q + m``) adds three small nodes and an fp32 [n_blocks, N] MatMul to each projection,
-which together cost as much as the 4-bit MatMulNBits saves over the int8 GEMM (a decode step
-0.96x the int8 build's; the same build without the correction, wrong but an upper bound,
-1.30x). Folded, the offsets' whole steps become integer zero points and what is left rides
-as extra weight rows over the input's block means (:func:`.quant.fold_offsets`, a Concat and
-an AveragePool): one MatMulNBits per projection. Measured against the int8 build
-(``benchmarks.llm_ab``, SmolLM2-135M, every load order, 2026-12-04): a decode step
-1.11-1.21x faster, a 48-token prefill 0.52-0.64x (MatMulNBits runs many rows ~2.5x slower
-than the int8 GEMM), top-1 vs the fp32 reference 97.5-98.75 % (int8 build 97.5 %).
+token, see the README) is the other approximation on offer, for a decode step: the exact
+form of a block with an offset (``s * q + m``) adds three small nodes and an fp32 [n_blocks,
+N] MatMul to each projection, which together cost as much as the 4-bit MatMulNBits saves
+over the int8 GEMM (a decode step 0.96x the int8 build's; the same build without the
+correction, wrong but an upper bound, 1.30x). Folded, the offsets' whole steps become
+integer zero points and what is left rides as extra weight rows over the input's block means
+(:func:`.quant.fold_offsets`, a Concat and an AveragePool): one MatMulNBits per projection.
+Measured against the int8 build (``benchmarks.llm_ab``, SmolLM2-135M, every load order,
+2026-12-04): a decode step 1.11-1.21x faster, a 48-token prefill 0.52-0.64x (MatMulNBits
+runs many rows ~2.5x slower than the int8 GEMM), top-1 vs the fp32 reference 97.5-98.75 %
+(int8 build 97.5 %).
 """
 from __future__ import annotations
 
