@@ -15,6 +15,7 @@ onnx = pytest.importorskip("onnx")
 from tests.gguf_fixtures import build_variants  # noqa: E402
 
 IDS = list(range(5, 37))
+BOTH = {"int8_ffn": True, "int8_attention": True}
 
 
 @pytest.fixture(scope="module")
@@ -22,9 +23,6 @@ def builds(tmp_path_factory):
     return build_variants(tmp_path_factory.mktemp("int8ffn"),
                           {False: {}, True: BOTH, "ffn": {"int8_ffn": True},
                            "attn": {"int8_attention": True}})
-
-
-BOTH = {"int8_ffn": True, "int8_attention": True}
 
 
 def _ops(d) -> list[str]:
