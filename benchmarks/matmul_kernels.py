@@ -38,10 +38,12 @@ BLOCK = 32
 KINDS = ("nbits4", "nbits4_offsets", "nbits4_zp", "nbits4_float_zp", "nbits8", "dq_int8")
 
 
-def _one(kind: str, k: int, n: int, i: int,
-         rng: np.random.Generator) -> tuple[list, list, np.ndarray]:
-    """(initializers, nodes, reference weights [k, n]) of copy ``i`` of ``kind``; its output
-    is ``Y{i}``."""
+def _one(kind: str, k: int, n: int, i: int, rng: np.random.Generator, inp: str = "A",
+         reference: bool = True) -> tuple[list, list, np.ndarray | None]:
+    """(initializers, nodes, reference weights [k, n]) of copy ``i`` of ``kind``, reading
+    ``inp``; its output is ``Y{i}``. A K that is not a multiple of the block pads the last
+    block (the MatMulNBits kinds but nbits4_offsets). ``reference`` False: None for the
+    weights (they are not dequantized)."""
     from onnx import helper, numpy_helper
 
     def init(name: str, arr: np.ndarray):
@@ -50,16 +52,17 @@ def _one(kind: str, k: int, n: int, i: int,
     if kind == "dq_int8":
         w = rng.integers(-127, 128, (k, n), dtype=np.int8)
         s = (rng.random(n, dtype=np.float32) + 0.5) * 0.01
-        node = helper.make_node("DynamicQuantizeMatMul", ["A", f"W{i}", f"S{i}"], [f"Y{i}"],
+        node = helper.make_node("DynamicQuantizeMatMul", [inp, f"W{i}", f"S{i}"], [f"Y{i}"],
                                 domain="com.microsoft")
-        return [init("W", w), init("S", s)], [node], w.astype(np.float32) * s
-    blocks = k // BLOCK
+        ref = w.astype(np.float32) * s if reference else None
+        return [init("W", w), init("S", s)], [node], ref
+    blocks = -(-k // BLOCK)
     bits = 8 if kind == "nbits8" else 4
     q = rng.integers(0, 2 ** bits, (n, blocks, BLOCK), dtype=np.uint8)
     s = ((rng.random((n, blocks), dtype=np.float32) + 0.5) * 0.01)
     zp = np.full((n, blocks), 2 ** (bits - 1), np.float32)
     inits = [init("B", q if bits == 8 else _pack4(q)), init("S", s.reshape(-1))]
-    ins = ["A", f"B{i}", f"S{i}"]
+    ins = [inp, f"B{i}", f"S{i}"]
     if kind == "nbits4_zp":
         z = rng.integers(0, 16, (n, blocks + blocks % 2), dtype=np.uint8)
         zp = z[:, :blocks].astype(np.float32)
@@ -69,15 +72,17 @@ def _one(kind: str, k: int, n: int, i: int,
         zp = (rng.random((n, blocks), dtype=np.float32) * 15).astype(np.float32)
         inits.append(init("Z", zp.reshape(-1)))
         ins.append(f"Z{i}")
-    w = ((q.astype(np.float32) - zp[..., None]) * s[..., None]).reshape(n, k).T
+    w = (((q.astype(np.float32) - zp[..., None]) * s[..., None]).reshape(n, -1)[:, :k].T
+         if reference else None)
     out = f"Y{i}" if kind != "nbits4_offsets" else f"P{i}"
     nodes = [helper.make_node("MatMulNBits", ins, [out], domain="com.microsoft", K=k, N=n,
                               bits=bits, block_size=BLOCK, accuracy_level=4)]
     if kind == "nbits4_offsets":
+        assert k % BLOCK == 0 and reference, "the exact Q4_1 form needs whole blocks"
         # each copy sums its input's blocks itself, as each projection of the model does
         inits += [init("blk_shape", np.array([0, blocks, BLOCK], np.int64)),
                   init("axis_last", np.array([-1], np.int64))]
-        nodes += [helper.make_node("Reshape", ["A", f"blk_shape{i}"], [f"A_blocks{i}"]),
+        nodes += [helper.make_node("Reshape", [inp, f"blk_shape{i}"], [f"A_blocks{i}"]),
                   helper.make_node("ReduceSum", [f"A_blocks{i}", f"axis_last{i}"],
                                    [f"A_sums{i}"], keepdims=0)]
         off = (rng.standard_normal((blocks, n)) * 0.05).astype(np.float32)

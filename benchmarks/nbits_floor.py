@@ -4,7 +4,7 @@ LLM as one 4-bit MatMulNBits node and nothing else, timed beside the build's rea
     python -m benchmarks.nbits_floor --model-dir DIR [--steps 200] [--rounds 10] [--json]
 
 The kernel-only graph has one MatMulNBits node (4 bits, blocks of 32, uint8 zero points,
-accuracy level 4: the fastest one-row kernel in ``benchmarks.matmul_kernels``) for each
+accuracy level 4: ``benchmarks.matmul_kernels``' nbits4_zp, its fastest one-row kernel) for each
 MatMulNBits or DynamicQuantizeMatMul node of the build, with its K and N (the output head
 included), random weights, all reading one input row; no norm, attention, activation or
 sampling node. Sessions: that graph at 1 and 2 intra-op threads, and the build itself at 2
@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 
-BLOCK = 32
 SPIN = {"session.intra_op.allow_spinning": "1", "session.intra_op.spin_duration_us": "200"}
 
 
@@ -50,25 +49,21 @@ def projections(model_dir: Path) -> list[tuple[int, int]]:
 
 
 def kernel_graph(shapes: list[tuple[int, int]], path: Path, seed: int = 0) -> list[str]:
-    """Write the kernel-only graph of ``shapes`` to ``path``; returns its input names."""
+    """Write the kernel-only graph of ``shapes`` to ``path`` (node i: ``matmul_kernels``'
+    nbits4_zp with K, N = ``shapes[i]``, reading ``x{K}``); returns its input names."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
+
+    from .matmul_kernels import _one
 
     rng = np.random.default_rng(seed)
     nodes, inits, outputs = [], [], []
     widths = sorted({k for k, _ in shapes})
     for i, (k, n) in enumerate(shapes):
-        blocks = -(-k // BLOCK)
-        inits += [numpy_helper.from_array(rng.integers(0, 256, (n, blocks, BLOCK // 2),
-                                                       dtype=np.uint8), f"w{i}"),
-                  numpy_helper.from_array(rng.random(n * blocks, dtype=np.float32) * 0.01,
-                                          f"s{i}"),
-                  numpy_helper.from_array(rng.integers(0, 256, n * -(-blocks // 2),
-                                                       dtype=np.uint8), f"z{i}")]
-        nodes.append(helper.make_node("MatMulNBits", [f"x{k}", f"w{i}", f"s{i}", f"z{i}"],
-                                      [f"y{i}"], domain="com.microsoft", K=k, N=n, bits=4,
-                                      block_size=BLOCK, accuracy_level=4))
-        outputs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, n]))
+        node_inits, node, _ = _one("nbits4_zp", k, n, i, rng, inp=f"x{k}", reference=False)
+        inits += node_inits
+        nodes += node
+        outputs.append(helper.make_tensor_value_info(f"Y{i}", TensorProto.FLOAT, [1, n]))
     graph = helper.make_graph(
         nodes, "nbits_floor",
         [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, [1, k]) for k in widths],

@@ -231,7 +231,7 @@ def _check_text(path: str) -> str:
                           hint="pass a UTF-8 text file") from None
     if len(text.split()) < 2:
         raise ConfigError(f"the check text {path} is empty",
-                          hint="pass a file with a few sentences of text") from None
+                          hint="pass a file with a few sentences of text")
     return text
 
 

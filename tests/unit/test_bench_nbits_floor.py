@@ -39,16 +39,17 @@ def test_a_kernel_computes_its_product(tmp_path):
     """The random blocks are a real 4-bit matrix: onnxruntime's output is x @ W."""
     import onnxruntime as ort
 
-    from benchmarks.nbits_floor import BLOCK, kernel_graph
+    from benchmarks.matmul_kernels import BLOCK
+    from benchmarks.nbits_floor import kernel_graph
 
     kernel_graph([(64, 8)], tmp_path / "one.onnx", seed=3)
     m = onnx.load(str(tmp_path / "one.onnx"))
     init = {t.name: onnx.numpy_helper.to_array(t) for t in m.graph.initializer}
-    q = init["w0"]                                           # [N, blocks, BLOCK / 2]
+    q = init["B0"]                                           # [N, blocks, BLOCK / 2]
     codes = np.stack([q & 0x0F, q >> 4], -1).reshape(8, -1, BLOCK).astype(np.float32)
-    zp = init["z0"].reshape(8, -1)                            # two blocks per byte
+    zp = init["Z0"].reshape(8, -1)                            # two blocks per byte
     z = np.stack([zp & 0x0F, zp >> 4], -1).reshape(8, -1)[:, :codes.shape[1]]
-    w = ((codes - z[..., None]) * init["s0"].reshape(8, -1, 1)).reshape(8, -1)
+    w = ((codes - z[..., None]) * init["S0"].reshape(8, -1, 1)).reshape(8, -1)
     x = np.random.default_rng(0).standard_normal((1, 64)).astype(np.float32)
     got = ort.InferenceSession(str(tmp_path / "one.onnx"),
                                providers=["CPUExecutionProvider"]).run(None, {"x64": x})[0]
