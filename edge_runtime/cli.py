@@ -216,7 +216,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         for name in names:
             report = check_fidelity(store.require_source(name),
                                     store.built_dir(name, getattr(args, "precision", "fp32")),
-                                    text)
+                                    text, provider=args.provider)
             print(json.dumps({"model": name, **report}))
     return 0
 
@@ -313,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
             a.add_argument("--text", metavar="FILE", help="check on this UTF-8 text instead "
                            "of the built-in 161-token passage (e.g. text like your answers; "
                            "benchmarks/data/fidelity_passages.txt: two longer ones)")
+            a.add_argument("--provider", choices=("cpu", "cuda", "tensorrt"), default="cpu",
+                           help="run the built model on this onnxruntime provider (a GPU "
+                           "one with the fp16 variant: --precision fp16)")
     a = msub.add_parser("add", parents=[common], help="add your own GGUF LLM and build it")
     a.add_argument("file", metavar="FILE.gguf")
     a.add_argument("--name", help="the model's name (default: from the file name)")

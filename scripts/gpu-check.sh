@@ -6,6 +6,9 @@
 #   bash scripts/gpu-check.sh            # from the repo root; extra args go to the config
 #   GPU_CHECK_VENV=DIR                   # the venv (default .gpu-check-venv, reused)
 #   GPU_CHECK_ORT_INDEX=URL              # onnxruntime-gpu's index on Jetson
+#   GPU_CHECK_PYTHON=python3             # an interpreter that already holds the GPU stack and
+#                                        # this project's needs (an offline machine): used as
+#                                        # is, no venv made, nothing installed
 #
 # No GPU: one line, exit 77 ("skipped"), nothing installed. The check itself is bounded to
 # 300 s (engines already built and packages already installed make a rerun quick).
@@ -20,10 +23,15 @@ if [ -z "$found" ]; then
   exit 77
 fi
 
+say() { echo "gpu-check: $*" >&2; }
+if [ -n "${GPU_CHECK_PYTHON:-}" ]; then
+  say "using $GPU_CHECK_PYTHON as it is (GPU_CHECK_PYTHON); installing nothing"
+  exec timeout 300 "$GPU_CHECK_PYTHON" -m edge_runtime.cli doctor --gpu "$@"
+fi
+
 VENV=${GPU_CHECK_VENV:-.gpu-check-venv}
 PY="$VENV/bin/python"
 PIP=(timeout 600 "$PY" -m pip install --disable-pip-version-check -q)
-say() { echo "gpu-check: $*" >&2; }
 
 if [ ! -f "$VENV/.complete" ]; then
   say "setting up $VENV (once)"

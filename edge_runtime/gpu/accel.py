@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 
 PATHS = ("tensorrt-native", "tensorrt", "cuda", "cpu")
 EP_NAMES = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvider"}
-ORT_GPU_HINT = "pip install onnxruntime-gpu; on Jetson, NVIDIA's wheel for your JetPack"
 
 
 def _ort_available() -> list[str]:
@@ -155,10 +154,10 @@ class Accelerator:
                                   clock=self.clock)
             return TrtSession(built.engine, cuda, w.cpu, w.spec.profile), built.build_s, \
                 str(built.path)
+        from ..llm.providers import ORT_GPU_HINT, dropped_hint, provider_list
         ep = EP_NAMES[name]
         if ep not in self._b.ort_providers():
             raise GpuUnavailableError(f"this onnxruntime has no {ep}", hint=ORT_GPU_HINT)
-        from ..llm.providers import provider_list
         profiles = w.spec.profile.ort_trt_options() if name == "tensorrt" else None
         t0 = self.clock.monotonic()
         sess = self._b.ort_session(
@@ -167,7 +166,7 @@ class Accelerator:
         got = list(sess.get_providers())
         if not got or got[0] != ep:
             raise GpuUnavailableError(f"onnxruntime dropped {ep} at load (got {got})",
-                                      hint=ORT_GPU_HINT)
+                                      hint=dropped_hint(name))
         return sess, self.clock.monotonic() - t0, None
 
 

@@ -23,6 +23,7 @@ from .check import Row
 
 PROMPT = "Name three colours of the rainbow."
 TOKENS = 24
+MAX_TOP1_DROP = 0.05    # a GPU path this far below the CPU's top-1 is broken, not rounded
 
 
 def placement_from_events(events: Iterable[dict]) -> tuple[Counter, Counter]:
@@ -75,7 +76,55 @@ def _greedy(engine: Any) -> tuple[str, float]:
     return text, float(engine.last_stats.get("decode_tok_s") or 0.0)
 
 
-def llm_rows(cfg: Any, *, deadline: float, clock: Clock) -> tuple[list[Row], list[str]]:
+def _reference(source: Path | None, model_dir: Path) -> tuple[list[int], Any] | None:
+    """The check text's ids and the fp32 GGUF reference's logits for them (teacher
+    forced), or None without the GGUF (a model given only as ``llm.model_dir``)."""
+    if source is None:
+        return None
+    from ..models.gguf2onnx.gguf_weights import read_gguf
+    from ..models.gguf2onnx.reference import DEFAULT_TEXT, reference_logits, text_ids
+    model = read_gguf(source)
+    ids = text_ids(model, model_dir, DEFAULT_TEXT)
+    return ids, reference_logits(model, ids)
+
+
+def _top1(reference: tuple[list[int], Any] | None, run_dir: Path, name: str,
+          threads: int) -> float | None:
+    """Top-1 agreement of the build in ``run_dir`` on provider ``name`` with the fp32
+    reference, over the same 161-token passage as `models check`."""
+    if reference is None:
+        return None
+    from ..models.gguf2onnx.reference import compare_logits, onnx_logits
+    ids, ref = reference
+    got = onnx_logits(run_dir, ids, threads=threads, provider=name)
+    return float(compare_logits(ref, got, ids)["top1_agreement"])
+
+
+def _agreement(top1: float | None, cpu_top1: float | None, text: str,
+               reference: str | None) -> str:
+    """The row's agreement cell: top-1 against the fp32 reference (FAIL when a GPU path is
+    more than :data:`MAX_TOP1_DROP` below the CPU's), then the greedy text against the
+    CPU's."""
+    parts = [] if top1 is None else [f"top-1 {top1 * 100:.1f} %"]
+    if reference is None:
+        parts.append("reference")
+    else:
+        pairs = zip(text, reference, strict=False)
+        same = next((i for i, (a, b) in enumerate(pairs) if a != b),
+                    min(len(text), len(reference)))
+        parts.append("same greedy text" if text == reference else
+                     f"greedy text differs after {same} of {len(reference)} chars")
+    cell = ", ".join(parts)
+    if top1 is not None and cpu_top1 is not None and top1 < cpu_top1 - MAX_TOP1_DROP:
+        return f"FAIL {cell} (the cpu: {cpu_top1 * 100:.1f} %)"
+    return cell if reference is None else f"ok {cell}"
+
+
+def llm_rows(cfg: Any, *, deadline: float, clock: Clock,
+             source: Path | None = None) -> tuple[list[Row], list[str]]:
+    """The LLM's rows: each provider's decode p50, its top-1 agreement with the fp32 GGUF
+    reference (``source``; by default the store's GGUF of ``llm.model``) and its greedy
+    text against the CPU's; and the lines below the table."""
     from ..llm import OnnxLlmEngine
     from ..models.store import ModelStore
     store = ModelStore(cfg)
@@ -83,12 +132,20 @@ def llm_rows(cfg: Any, *, deadline: float, clock: Clock) -> tuple[list[Row], lis
         model_dir = store.llm_dir() if cfg.llm.model_dir else store.require_built(cfg.llm.model)
     except EdgeError as exc:
         return [Row("llm", "-", agreement=f"FAIL {exc.one_line()}")], []
+    rows, lines = [], []
+    if source is None and not cfg.llm.model_dir:
+        try:
+            source = store.require_source(cfg.llm.model)
+        except EdgeError as exc:       # the rows stand without top-1
+            lines.append(f"llm: top-1 not measured ({exc.one_line()})")
     # the GPU providers run the fp16 variant when it is built (`models build NAME
     # --precision fp16`): their GroupQueryAttention is fp16-only
     fp16_dir = None if cfg.llm.model_dir else store.built_dir(cfg.llm.model, "fp16")
     if fp16_dir is not None and not (fp16_dir / "model.onnx").is_file():
         fp16_dir = None
-    rows, lines, reference = [], [], None
+    reference = _reference(source, model_dir)
+    greedy_ref: str | None = None
+    cpu_top1: float | None = None
     for name in ("cpu", "cuda", "tensorrt"):
         if clock.monotonic() > deadline:
             rows.append(Row("llm", name, agreement="skipped (time budget)"))
@@ -110,21 +167,24 @@ def llm_rows(cfg: Any, *, deadline: float, clock: Clock) -> tuple[list[Row], lis
         text = runs[0][0]
         p50 = statistics.median(1e3 / r[1] for r in runs if r[1] > 0) if any(
             r[1] > 0 for r in runs) else None
-        if reference is None:
-            reference, agreement = text, "reference"
-        else:
-            pairs = zip(text, reference, strict=False)
-            same = next((i for i, (a, b) in enumerate(pairs) if a != b),
-                        min(len(text), len(reference)))
-            agreement = "ok same greedy text" if text == reference else \
-                f"differs after {same} of {len(reference)} chars"
-        rows.append(Row("llm", name, round(build_s, 1), p50, agreement))
+        try:
+            top1 = _top1(reference, run_dir, name, cfg.llm.threads)
+        except EdgeError as exc:
+            rows.append(Row("llm", name, round(build_s, 1), p50,
+                            f"FAIL top-1 not measured: {exc.one_line()}"))
+            continue
+        rows.append(Row("llm", name, round(build_s, 1), p50,
+                        _agreement(top1, cpu_top1, text, greedy_ref)))
+        if greedy_ref is None:
+            greedy_ref, cpu_top1 = text, top1
         if name != "cpu":
             try:
                 lines.append(profile_placement(run_dir, name, cfg.llm.threads))
             except Exception as exc:   # placement is a report; the table stands without it
                 lines.append(f"llm placement with {name}: not measured ({exc})")
-    lines.append("llm: p50 ms is per decoded token (greedy, 24 tokens, median of 3)")
+    lines.append("llm: p50 ms is per decoded token (greedy, 24 tokens, median of 3)"
+                 + ("; top-1: teacher-forced agreement with the fp32 GGUF reference on "
+                    "`models check`'s passage" if reference is not None else ""))
     if fp16_dir is not None:
         lines.append(f"llm: cuda and tensorrt ran the fp16 variant ({fp16_dir}); the cpu "
                      "reference is the fp32 build")

@@ -26,8 +26,8 @@ from .shapes import ShapeProfile
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = ("pip install tensorrt on x86 with CUDA 12; on Jetson it comes with JetPack: "
-                "apt install python3-libnvinfer")
+INSTALL_HINT = ("pip install tensorrt-cu12 or tensorrt-cu13 on x86 (your CUDA's major); on "
+                "Jetson it comes with JetPack: apt install python3-libnvinfer")
 _OOM_WORDS = ("out of memory", "outofmemory", "cudaerrormemoryallocation",
               "requested amount of gpu memory", "failed to allocate")
 _DYNAMIC_INT8_OPS = ("MatMulInteger", "DynamicQuantizeLinear", "ConvInteger")

@@ -21,6 +21,36 @@ EP_NAMES = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvi
             "cpu": "CPUExecutionProvider"}
 DEVICE_OF_EP = {v: k for k, v in EP_NAMES.items()}
 BUILD_HINT = "run `edge-runtime models build` to (re)build the local LLM"
+_DROPPED_HINTS = {
+    "tensorrt": "this onnxruntime has the TensorRT provider but TensorRT's own libraries "
+                "(libnvinfer) did not load: install the TensorRT of onnxruntime-gpu's CUDA "
+                "major (x86: pip install tensorrt-cu12 or tensorrt-cu13; Jetson: JetPack's "
+                "libnvinfer) with its lib folder on LD_LIBRARY_PATH, or take tensorrt out of "
+                "the provider order",
+    "cuda": "this onnxruntime has the CUDA provider but CUDA's or cuDNN's libraries did not "
+            "load: pip install 'onnxruntime-gpu[cuda,cudnn]' (or put the CUDA runtime, cuBLAS, "
+            "cuFFT, cuRAND and cuDNN 9 of its CUDA major on LD_LIBRARY_PATH), or take cuda "
+            "out of the provider order",
+}
+
+
+ORT_GPU_HINT = "pip install onnxruntime-gpu; on Jetson, NVIDIA's wheel for your JetPack"
+
+
+def dropped_hint(name: str) -> str:
+    """The fix when onnxruntime offers provider ``name`` but drops it at load (its GPU
+    libraries are missing: onnxruntime's own log line names the file)."""
+    return _DROPPED_HINTS.get(name, "check onnxruntime's log above for the library it "
+                                    "could not load")
+
+
+def provider_hint(name: str) -> str:
+    """The fix when a session did not start on provider ``name``: the GPU build of
+    onnxruntime when this one lacks the provider, else :func:`dropped_hint`."""
+    import onnxruntime as ort
+    if EP_NAMES.get(name) not in ort.get_available_providers():
+        return ORT_GPU_HINT
+    return dropped_hint(name)
 
 
 @dataclass
@@ -128,5 +158,8 @@ def open_session(model_path: Path, names: Sequence[str], threads: int,
             return OpenedSession(sess, name, list(got), list(order[i + 1:]))
         log.warning("provider %s silently dropped by onnxruntime (got %s); trying next",
                     name, got)
-        last_exc = ProviderError(f"{name} provider not initialised")
+        last_exc = ProviderError(f"onnxruntime could not start its {name} provider for "
+                                 f"{model_path.name} (got {got})", hint=dropped_hint(name))
+    if isinstance(last_exc, ProviderError):
+        raise last_exc
     raise ModelLoadError(f"cannot load {model_path}: {last_exc}", hint=BUILD_HINT)

@@ -72,6 +72,31 @@ def test_on_a_gpu_the_check_prints_one_table_of_every_model_and_path(tmp_path, t
     assert rc == 1                                   # the GPU providers failed here
 
 
+def test_the_llm_rows_give_top1_against_the_gguf_reference(tmp_path, tiny_llm):
+    from edge_runtime.clock import SYSTEM_CLOCK
+    from edge_runtime.gpu.check_llm import llm_rows
+    cfg = load_config(env={}).with_overrides(llm={"model_dir": str(tiny_llm)},
+                                             paths={"home": str(tmp_path / "home")})
+    rows, lines = llm_rows(cfg, deadline=SYSTEM_CLOCK.monotonic() + 60, clock=SYSTEM_CLOCK,
+                           source=tiny_llm.parent / "tiny.gguf")
+    cpu = next(r for r in rows if r.path == "cpu")
+    top1 = float(cpu.agreement.split("top-1 ")[1].split(" %")[0])
+    assert 90.0 <= top1 <= 100.0 and "reference" in cpu.agreement
+    assert any("teacher-forced agreement with the fp32 GGUF reference" in line
+               for line in lines)
+
+
+def test_a_gpu_path_far_below_the_cpus_top1_fails_and_rounding_does_not():
+    from edge_runtime.gpu.check_llm import _agreement
+    assert _agreement(0.975, None, "abc", None) == "top-1 97.5 %, reference"
+    assert _agreement(0.9625, 0.975, "abc", "abc") == "ok top-1 96.2 %, same greedy text"
+    assert _agreement(0.95, 0.975, "abd", "abc") == \
+        "ok top-1 95.0 %, greedy text differs after 2 of 3 chars"
+    bad = _agreement(0.40, 0.975, "xyz", "abc")
+    assert bad.startswith("FAIL top-1 40.0 %") and "the cpu: 97.5 %" in bad
+    assert _agreement(None, None, "abc", "abc") == "ok same greedy text"
+
+
 def test_the_table_has_one_row_per_path_with_dashes_for_what_was_not_measured():
     text = render([Row("vad", "tensorrt-native", 12.3, 0.21, "ok"), Row("vad", "cpu")])
     head, native, cpu = text.splitlines()

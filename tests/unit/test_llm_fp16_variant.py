@@ -144,3 +144,32 @@ def test_gpu_check_runs_the_fp16_variant_on_the_gpu_rows(builds, tmp_path):
     rows, lines = llm_rows(cfg, deadline=SYSTEM_CLOCK.monotonic() + 60, clock=SYSTEM_CLOCK)
     assert [r.path for r in rows] == ["cpu", "cuda", "tensorrt"]
     assert any("ran the fp16 variant" in line for line in lines)
+
+
+def test_a_provider_onnxruntime_drops_at_load_is_a_provider_error_naming_its_libraries(
+        tmp_path, monkeypatch):
+    from edge_runtime.errors import ProviderError
+    from edge_runtime.llm import providers
+
+    class DroppedSession:
+        def get_providers(self):
+            return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+    monkeypatch.setattr(providers, "available", lambda names: list(names))
+    monkeypatch.setattr(providers, "build_session", lambda *a, **k: DroppedSession())
+    with pytest.raises(ProviderError) as err:
+        providers.open_session(tmp_path / "model.onnx", ["tensorrt"], 1)
+    assert "could not start its tensorrt provider" in err.value.message
+    assert "libnvinfer" in err.value.hint and "models build" not in err.value.hint
+    assert "onnxruntime-gpu[cuda,cudnn]" in providers.dropped_hint("cuda")
+
+
+def test_the_hint_for_a_provider_this_onnxruntime_lacks_is_the_gpu_wheel(monkeypatch):
+    import onnxruntime as ort
+
+    from edge_runtime.llm import providers
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    assert providers.provider_hint("cuda") == providers.ORT_GPU_HINT
+    monkeypatch.setattr(ort, "get_available_providers",
+                        lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    assert providers.provider_hint("cuda") == providers.dropped_hint("cuda")

@@ -185,6 +185,24 @@ def test_cli_models_check_on_a_text_of_ones_own(tmp_path, capsys):
         assert says in capsys.readouterr().err
 
 
+def test_cli_models_check_on_a_gpu_provider_this_onnxruntime_lacks_names_the_fix(
+        tmp_path, capsys):
+    import onnxruntime as ort
+
+    from edge_runtime.cli import main
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("this onnxruntime has the CUDA provider")
+    src = _tiny(tmp_path, "llama", "Q8_0", "tiny-llama.gguf")
+    home = f"paths.home={tmp_path / 'home'}"
+    assert main(["models", "add", str(src), "--name", "tl", "--set", home]) == 0
+    capsys.readouterr()
+    assert main(["models", "check", "tl", "--provider", "cpu", "--json", "--set", home]) == 0
+    assert json.loads(capsys.readouterr().out)["provider"] == "cpu"
+    assert main(["models", "check", "tl", "--provider", "cuda", "--set", home]) != 0
+    err = capsys.readouterr().err
+    assert "could not start its cuda provider" in err and "onnxruntime-gpu" in err
+
+
 def test_a_failed_replacement_keeps_the_previous_model(tmp_path, monkeypatch):
     from edge_runtime.models.user import add_model
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import ProviderError
 from .gguf_weights import GgufModel, QTensor, dequantize, output_tensor, read_gguf
 
 log = logging.getLogger(__name__)
@@ -189,14 +190,22 @@ def _perplexity(logits: np.ndarray, ids: list[int]) -> float:
     return float(np.exp(nll.mean()))
 
 
-def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2) -> np.ndarray:
+def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
+                provider: str = "cpu") -> np.ndarray:
     """Logits [S, V] of the built ONNX model for ``ids``, teacher-forced: one prefill call
     when the model outputs every position ("logits": "all"), else token by token through
-    the KV cache (a "last"-only model: the decode path the engine runs)."""
+    the KV cache (a "last"-only model: the decode path the engine runs). ``provider``:
+    cpu, cuda or tensorrt (ProviderError when onnxruntime cannot start it)."""
+    from ...llm.providers import EP_NAMES, provider_hint, provider_list
     from ...onnx_session import build_session
 
     cfg = json.loads((model_dir / "model_config.json").read_text())
-    sess = build_session(model_dir / cfg["model_file"], threads=threads, what="built LLM")
+    sess = build_session(model_dir / cfg["model_file"], threads=threads, what="built LLM",
+                         providers=provider_list(provider, None))
+    got = list(sess.get_providers())
+    if not got or got[0] != EP_NAMES[provider]:
+        raise ProviderError(f"onnxruntime could not start its {provider} provider "
+                            f"(got {got})", hint=provider_hint(provider))
     layers = range(cfg["num_layers"])
     names = ["logits"] + [f"present.{i}.{k}" for i in layers for k in ("key", "value")]
     past = {f"past_key_values.{i}.{k}": np.zeros((1, cfg["num_key_value_heads"], 0,
@@ -231,23 +240,29 @@ def text_ids(model: GgufModel, model_dir: Path, text: str) -> list[int]:
     return ids[:model.hparams.context_length]
 
 
-def check_fidelity(gguf_path: Path, model_dir: Path, text: str | None = None) -> dict:
-    """Compare the ONNX model with the fp32 GGUF reference on ``text`` (teacher forced).
+def compare_logits(ref: np.ndarray, got: np.ndarray, ids: list[int]) -> dict:
+    """``top1_agreement`` (share of positions whose argmax matches), ``max_abs_diff`` of
+    the logits, both perplexities and ``tokens``: the ONNX logits ``got`` against the fp32
+    reference ``ref`` for the same ``ids``."""
+    return {"top1_agreement": round(float(np.mean(ref.argmax(-1) == got.argmax(-1))), 4),
+            "max_abs_diff": float(np.abs(ref - got).max()),
+            "perplexity_onnx": round(_perplexity(got, ids), 4),
+            "perplexity_reference": round(_perplexity(ref, ids), 4),
+            "tokens": len(ids)}
 
-    Returns ``top1_agreement`` (share of positions whose argmax matches), ``max_abs_diff``
-    of logits, both perplexities, ``tokens`` (sequence length) and ``seconds``.
-    """
+
+def check_fidelity(gguf_path: Path, model_dir: Path, text: str | None = None,
+                   provider: str = "cpu") -> dict:
+    """Compare the ONNX model, run on ``provider``, with the fp32 GGUF reference on
+    ``text`` (teacher forced): :func:`compare_logits`' figures, the provider and
+    ``seconds``."""
     t0 = time.perf_counter()
     model_dir = Path(model_dir)
     model = read_gguf(Path(gguf_path))
     ids = text_ids(model, model_dir, text or DEFAULT_TEXT)
     ref = reference_logits(model, ids)
-    got = onnx_logits(model_dir, ids)
-    agree = float(np.mean(ref.argmax(-1) == got.argmax(-1)))
-    result = {"top1_agreement": round(agree, 4),
-              "max_abs_diff": float(np.abs(ref - got).max()),
-              "perplexity_onnx": round(_perplexity(got, ids), 4),
-              "perplexity_reference": round(_perplexity(ref, ids), 4),
-              "tokens": len(ids), "seconds": round(time.perf_counter() - t0, 2)}
+    got = onnx_logits(model_dir, ids, provider=provider)
+    result = {**compare_logits(ref, got, ids), "provider": provider,
+              "seconds": round(time.perf_counter() - t0, 2)}
     log.info("fidelity %s", result)
     return result
