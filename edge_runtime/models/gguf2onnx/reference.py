@@ -194,7 +194,7 @@ def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
                 provider: str = "cpu") -> np.ndarray:
     """Logits [S, V] of the built ONNX model for ``ids``, teacher-forced: one prefill call
     when the model outputs every position ("logits": "all"), else token by token through
-    the KV cache (a "last"-only model: the decode path the engine runs). ``provider``:
+    the engine's KV cache runner (a "last"-only model: the decode path it runs). ``provider``:
     cpu, cuda or tensorrt (ProviderError when onnxruntime cannot start it)."""
     from ...llm.providers import EP_NAMES, provider_hint, provider_list
     from ...onnx_session import build_session
@@ -206,26 +206,21 @@ def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
     if not got or got[0] != EP_NAMES[provider]:
         raise ProviderError(f"onnxruntime could not start its {provider} provider "
                             f"(got {got})", hint=provider_hint(provider))
-    layers = range(cfg["num_layers"])
-    names = ["logits"] + [f"present.{i}.{k}" for i in layers for k in ("key", "value")]
-    past = {f"past_key_values.{i}.{k}": np.zeros((1, cfg["num_key_value_heads"], 0,
-                                                   cfg["head_dim"]),
-                                                  np.float16 if cfg.get("kv_cache_dtype")
-                                                  == "float16" else np.float32)
-            for i in layers for k in ("key", "value")}
-    chunks = [ids] if cfg.get("logits", "all") == "all" else [[t] for t in ids]
-    out, done = [], 0
-    for chunk in chunks:
-        s = len(chunk)
-        feeds = {"input_ids": np.asarray([chunk], np.int64),
-                 "attention_mask": np.ones((1, done + s), np.int64),
-                 "position_ids": np.arange(done, done + s, dtype=np.int64)[None], **past}
-        res = sess.run(names, feeds)
-        out.append(res[0][0])
-        past = {n.replace("present", "past_key_values"): v
-                for n, v in zip(names[1:], res[1:], strict=True)}
-        done += s
-    return np.concatenate(out, axis=0)
+    if cfg.get("logits", "all") == "last":
+        # the engine's own decode path: the KV cache bound in place (on the GPU for the
+        # fp16 variant under CUDA), one token a call, no cache copied between calls
+        from ...llm.providers import OpenedSession
+        from ...llm.runner import KvRunner
+        runner = KvRunner(OpenedSession(sess, provider, got, []), cfg, len(ids))
+        return np.stack([runner.feed([t]).copy() for t in ids])
+    empty = np.zeros((1, cfg["num_key_value_heads"], 0, cfg["head_dim"]),
+                     np.float16 if cfg.get("kv_cache_dtype") == "float16" else np.float32)
+    feeds = {"input_ids": np.asarray([ids], np.int64),
+             "attention_mask": np.ones((1, len(ids)), np.int64),
+             "position_ids": np.arange(len(ids), dtype=np.int64)[None],
+             **{f"past_key_values.{i}.{k}": empty
+                for i in range(cfg["num_layers"]) for k in ("key", "value")}}
+    return sess.run(["logits"], feeds)[0][0]
 
 
 def text_ids(model: GgufModel, model_dir: Path, text: str) -> list[int]:
