@@ -110,7 +110,12 @@ class KvRunner:
         (s = 1 again) rebinds only the attention mask, whose length grows: the token and
         its position are written into buffers bound once."""
         io, ptr = self._io, self._ptr
-        if s != self._bound_s:
+        # onnxruntime copies a bound input to the device of the node that reads it when it
+        # is bound (IOBinding::BindInput), not at each run: a host buffer bound once and
+        # written later reaches only CPU kernels, so on a GPU provider the token and its
+        # position are bound again at every call (the CPU keeps the bound-once buffers)
+        again = self.device != "cpu"
+        if s != self._bound_s or again:
             self._bind_logits(s)
             io.bind_input("input_ids", "cpu", 0, np.int64, [1, s], ptr["ids"])
             self._bound_s = s
@@ -120,7 +125,7 @@ class KvRunner:
             pos = ptr["pos1"]
         else:
             pos = ptr["pos"] + start * 8
-        if pos != self._bound_pos:
+        if pos != self._bound_pos or again:
             io.bind_input("position_ids", "cpu", 0, np.int64, [1, s], pos)
             self._bound_pos = pos
         io.bind_input("attention_mask", "cpu", 0, np.int64, [1, start + s], ptr["mask"])
