@@ -83,3 +83,28 @@ def test_the_copy_at_bind_session_does_tell_stale_inputs_apart(tiny_model):
     reference = _logits(tiny_model, "cpu", lambda s: s, ids)
     stale = _logits(tiny_model, "cpu", DeviceLikeSession, ids)
     assert np.abs(stale[2:] - reference[2:]).max() > 1e-2
+
+
+def _batched(model_dir, device, wrap, prompts, steps):
+    import json
+
+    from edge_runtime.llm.batch_runner import BatchKvRunner
+    from edge_runtime.llm.providers import OpenedSession
+    from edge_runtime.onnx_session import build_session
+    cfg = json.loads((model_dir / "model_config.json").read_text())
+    sess = build_session(model_dir / cfg["model_file"], threads=1)
+    runner = BatchKvRunner(OpenedSession(wrap(sess), device, ["CPUExecutionProvider"], []),
+                           cfg, 64, len(prompts))
+    out = [runner.prefill(slot, ids, reuse=False) for slot, ids in enumerate(prompts)]
+    for tokens in steps:
+        got = runner.step(dict(enumerate(tokens)))
+        out += [got[slot].copy() for slot in range(len(prompts))]
+    return np.stack(out)
+
+
+def test_batched_decode_on_a_gpu_provider_sees_each_rows_token_and_position(tiny_model):
+    prompts = [[5, 17, 42, 99], [7, 13, 200, 3, 88, 150]]
+    steps = [(21, 64), (9, 33), (120, 4), (77, 250)]
+    reference = _batched(tiny_model, "cpu", lambda s: s, prompts, steps)
+    on_gpu = _batched(tiny_model, "cuda", DeviceLikeSession, prompts, steps)
+    np.testing.assert_allclose(on_gpu, reference, rtol=0, atol=1e-5)
