@@ -127,3 +127,19 @@ def test_output_head_split_into_row_chunks_matches_reference(tmp_path, monkeypat
     assert [n.op_type for n in proto.graph.node if "logits" in n.output] == ["ScatterElements"]
     r = check_fidelity(g, out, TEXT)
     assert r["top1_agreement"] == 1.0 and r["max_abs_diff"] < 1e-3
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+def test_batched_decode_matches_the_reference_with_rows_of_different_lengths(tmp_path, arch):
+    """Two rows in each step, one a half-text prefill ahead (Gemma's sliding window
+    included): every position's argmax as the fp32 reference's; a shifted reference is
+    told apart."""
+    from edge_runtime.models.gguf2onnx.gguf_weights import read_gguf
+    from edge_runtime.models.gguf2onnx.reference import batched_top1, reference_logits, text_ids
+
+    g, out = _build(tmp_path, arch, "Q8_0")
+    model = read_gguf(g)
+    ids = text_ids(model, out, TEXT)
+    top = reference_logits(model, ids).argmax(-1)
+    assert batched_top1(out, ids, top, threads=1) == 1.0
+    assert batched_top1(out, ids, np.roll(top, 1), threads=1) < 0.5

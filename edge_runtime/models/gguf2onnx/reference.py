@@ -12,6 +12,7 @@ import json
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -190,12 +191,9 @@ def _perplexity(logits: np.ndarray, ids: list[int]) -> float:
     return float(np.exp(nll.mean()))
 
 
-def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
-                provider: str = "cpu") -> np.ndarray:
-    """Logits [S, V] of the built ONNX model for ``ids``, teacher-forced: one prefill call
-    when the model outputs every position ("logits": "all"), else token by token through
-    the engine's KV cache runner (a "last"-only model: the decode path it runs). ``provider``:
-    cpu, cuda or tensorrt (ProviderError when onnxruntime cannot start it)."""
+def _session(model_dir: Path, provider: str, threads: int) -> tuple[Any, dict, list[str]]:
+    """A session of the built model on ``provider`` (ProviderError when onnxruntime cannot
+    start it), its model_config and the providers it runs on."""
     from ...llm.providers import EP_NAMES, provider_hint, provider_list
     from ...onnx_session import build_session
 
@@ -206,6 +204,16 @@ def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
     if not got or got[0] != EP_NAMES[provider]:
         raise ProviderError(f"onnxruntime could not start its {provider} provider "
                             f"(got {got})", hint=provider_hint(provider))
+    return sess, cfg, got
+
+
+def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
+                provider: str = "cpu") -> np.ndarray:
+    """Logits [S, V] of the built ONNX model for ``ids``, teacher-forced: one prefill call
+    when the model outputs every position ("logits": "all"), else token by token through
+    the engine's KV cache runner (a "last"-only model: the decode path it runs). ``provider``:
+    cpu, cuda or tensorrt (ProviderError when onnxruntime cannot start it)."""
+    sess, cfg, got = _session(model_dir, provider, threads)
     if cfg.get("logits", "all") == "last":
         # the engine's own decode path: the KV cache bound in place (on the GPU for the
         # fp16 variant under CUDA), one token a call, no cache copied between calls
@@ -221,6 +229,31 @@ def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
              **{f"past_key_values.{i}.{k}": empty
                 for i in range(cfg["num_layers"]) for k in ("key", "value")}}
     return sess.run(["logits"], feeds)[0][0]
+
+
+def batched_top1(model_dir: Path, ids: list[int], ref_top: np.ndarray, threads: int = 2,
+                 provider: str = "cpu") -> float:
+    """Top-1 agreement with ``ref_top`` (the reference's argmax per position of ``ids``)
+    through the batched decode the daemon runs with ``llm.max_batch`` > 1: two rows of
+    different lengths in one step (row 0 from the first token, row 1 after a prefill of
+    the first half), teacher-forced, over every position each row computes."""
+    from ...llm.batch_runner import BatchKvRunner
+    from ...llm.providers import OpenedSession
+
+    sess, cfg, got = _session(model_dir, provider, threads)
+    runner = BatchKvRunner(OpenedSession(sess, provider, got, []), cfg, len(ids) + 1, 2)
+    half = max(1, len(ids) // 2)
+    first = [runner.prefill(0, ids[:1], reuse=False), runner.prefill(1, ids[:half], reuse=False)]
+    hits = [int(first[0].argmax()) == ref_top[0], int(first[1].argmax()) == ref_top[half - 1]]
+    for i in range(1, len(ids)):
+        feeds = {0: ids[i]}
+        if half - 1 + i < len(ids):
+            feeds[1] = ids[half - 1 + i]
+        out = runner.step(feeds)
+        hits.append(int(out[0].argmax()) == ref_top[i])
+        if 1 in out:
+            hits.append(int(out[1].argmax()) == ref_top[half - 1 + i])
+    return float(np.mean(hits))
 
 
 def text_ids(model: GgufModel, model_dir: Path, text: str) -> list[int]:
