@@ -21,6 +21,7 @@ EP_NAMES = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvi
             "cpu": "CPUExecutionProvider"}
 DEVICE_OF_EP = {v: k for k, v in EP_NAMES.items()}
 BUILD_HINT = "run `edge-runtime models build` to (re)build the local LLM"
+ORT_GPU_HINT = "pip install onnxruntime-gpu; on Jetson, NVIDIA's wheel for your JetPack"
 _DROPPED_HINTS = {
     "tensorrt": "this onnxruntime has the TensorRT provider but TensorRT's own libraries "
                 "(libnvinfer) did not load: install the TensorRT of onnxruntime-gpu's CUDA "
@@ -32,9 +33,6 @@ _DROPPED_HINTS = {
             "cuFFT, cuRAND and cuDNN 9 of its CUDA major on LD_LIBRARY_PATH), or take cuda "
             "out of the provider order",
 }
-
-
-ORT_GPU_HINT = "pip install onnxruntime-gpu; on Jetson, NVIDIA's wheel for your JetPack"
 
 
 def dropped_hint(name: str) -> str:

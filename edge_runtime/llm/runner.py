@@ -107,8 +107,8 @@ class KvRunner:
 
     def _bind_step(self, s: int, start: int) -> None:
         """Bind the inputs of a call feeding ``s`` tokens after ``start``; a decode step
-        (s = 1 again) rebinds only the attention mask, whose length grows: the token and
-        its position are written into buffers bound once."""
+        (s = 1 again) rebinds only the attention mask, whose length grows: on the CPU the
+        token and its position are written into buffers bound once."""
         io, ptr = self._io, self._ptr
         # onnxruntime copies a bound input to the device of the node that reads it when it
         # is bound (IOBinding::BindInput), not at each run: a host buffer bound once and

@@ -191,15 +191,21 @@ def _perplexity(logits: np.ndarray, ids: list[int]) -> float:
     return float(np.exp(nll.mean()))
 
 
-def _session(model_dir: Path, provider: str, threads: int) -> tuple[Any, dict, list[str]]:
+def _session(model_dir: Path, provider: str, threads: int, max_len: int,
+             batch: int = 1) -> tuple[Any, dict, list[str]]:
     """A session of the built model on ``provider`` (ProviderError when onnxruntime cannot
-    start it), its model_config and the providers it runs on."""
-    from ...llm.providers import EP_NAMES, provider_hint, provider_list
+    start it), its model_config and the providers it runs on. TensorRT gets the engine's
+    cache folder and shape profiles for ``max_len`` tokens and ``batch`` rows, as
+    :class:`~edge_runtime.llm.OnnxLlmEngine` opens it."""
+    from ...llm.providers import EP_NAMES, provider_hint, provider_list, trt_profiles
+    from ...llm.runner import PREFILL_CHUNK
     from ...onnx_session import build_session
 
     cfg = json.loads((model_dir / "model_config.json").read_text())
+    profiles = trt_profiles(cfg, max_len, batch, PREFILL_CHUNK) if provider == "tensorrt" \
+        else None
     sess = build_session(model_dir / cfg["model_file"], threads=threads, what="built LLM",
-                         providers=provider_list(provider, None))
+                         providers=provider_list(provider, model_dir / "trt_cache", profiles))
     got = list(sess.get_providers())
     if not got or got[0] != EP_NAMES[provider]:
         raise ProviderError(f"onnxruntime could not start its {provider} provider "
@@ -213,7 +219,7 @@ def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
     when the model outputs every position ("logits": "all"), else token by token through
     the engine's KV cache runner (a "last"-only model: the decode path it runs). ``provider``:
     cpu, cuda or tensorrt (ProviderError when onnxruntime cannot start it)."""
-    sess, cfg, got = _session(model_dir, provider, threads)
+    sess, cfg, got = _session(model_dir, provider, threads, len(ids))
     if cfg.get("logits", "all") == "last":
         # the engine's own decode path: the KV cache bound in place (on the GPU for the
         # fp16 variant under CUDA), one token a call, no cache copied between calls
@@ -240,7 +246,7 @@ def batched_top1(model_dir: Path, ids: list[int], ref_top: np.ndarray, threads: 
     from ...llm.batch_runner import BatchKvRunner
     from ...llm.providers import OpenedSession
 
-    sess, cfg, got = _session(model_dir, provider, threads)
+    sess, cfg, got = _session(model_dir, provider, threads, len(ids) + 1, 2)
     runner = BatchKvRunner(OpenedSession(sess, provider, got, []), cfg, len(ids) + 1, 2)
     half = max(1, len(ids) // 2)
     hits = []
