@@ -100,6 +100,9 @@ def test_a_gpu_path_far_below_the_cpus_top1_fails_and_rounding_does_not():
     assert bad.startswith("FAIL top-1 40.0 %") and "the cpu: 97.5 %" in bad
     assert _agreement((0.975, 0.40), 0.975, "abc", "abc").startswith("FAIL")  # batched only
     assert _agreement(None, None, "abc", "abc") == "ok same greedy text"
+    assert _agreement((0.97, None), 0.975, "abc", "abc") == \
+        "ok top-1 97.0 % (batched not run), same greedy text"          # tensorrt
+    assert _agreement((0.40, None), 0.975, "abc", "abc").startswith("FAIL")
 
 
 def test_the_table_has_one_row_per_path_with_dashes_for_what_was_not_measured():

@@ -214,18 +214,20 @@ def _session(model_dir: Path, provider: str, threads: int, max_len: int,
 
 
 def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
-                provider: str = "cpu") -> np.ndarray:
+                provider: str = "cpu", max_len: int = 0) -> np.ndarray:
     """Logits [S, V] of the built ONNX model for ``ids``, teacher-forced: one prefill call
     when the model outputs every position ("logits": "all"), else token by token through
     the engine's KV cache runner (a "last"-only model: the decode path it runs). ``provider``:
-    cpu, cuda or tensorrt (ProviderError when onnxruntime cannot start it)."""
-    sess, cfg, got = _session(model_dir, provider, threads, len(ids))
+    cpu, cuda or tensorrt (ProviderError when onnxruntime cannot start it); ``max_len``:
+    the runner's cache, at least ``len(ids)`` (an engine's, to share its TensorRT engine)."""
+    max_len = max(int(max_len), len(ids))
+    sess, cfg, got = _session(model_dir, provider, threads, max_len)
     if cfg.get("logits", "all") == "last":
         # the engine's own decode path: the KV cache bound in place (on the GPU for the
         # fp16 variant under CUDA), one token a call, no cache copied between calls
         from ...llm.providers import OpenedSession
         from ...llm.runner import KvRunner
-        runner = KvRunner(OpenedSession(sess, provider, got, []), cfg, len(ids))
+        runner = KvRunner(OpenedSession(sess, provider, got, []), cfg, max_len)
         return np.stack([runner.feed([t]).copy() for t in ids])
     empty = np.zeros((1, cfg["num_key_value_heads"], 0, cfg["head_dim"]),
                      np.float16 if cfg.get("kv_cache_dtype") == "float16" else np.float32)
