@@ -303,6 +303,9 @@ class GpuConfig:
     nlu_validation_file: str = ""          # JSONL with "text" per line: intents must agree
     min_intent_agreement: float = 0.99     # ... on at least this share of its lines
     validation_max_lines: int = 500        # lines of it used (start-up time)
+    max_slowdown: float = 1.0              # a GPU path whose median call on the agreement
+                                           # inputs exceeds the CPU's x this: next path
+                                           # (0 = keep it whatever its speed)
 
 
 @dataclass(frozen=True)
@@ -427,6 +430,7 @@ class Config:
         _check(0 < g.min_intent_agreement <= 1, "gpu.min_intent_agreement",
                "must be within (0, 1]")
         _check(g.validation_max_lines >= 1, "gpu.validation_max_lines", "must be >= 1")
+        _check(g.max_slowdown >= 0, "gpu.max_slowdown", "must be >= 0 (0 = off)")
         _check(not g.nlu_validation_file or Path(g.nlu_validation_file).expanduser().is_file(),
                "gpu.nlu_validation_file", f"{g.nlu_validation_file!r} is not a file")
 

@@ -146,6 +146,8 @@ class TrtKnobs:
         self.int32_ids = True
         self.builds = 0
         self.flags: set[str] = set()
+        self.clock = None             # a FakeClock each run advances by run_s
+        self.run_s = 0.0
 
 
 def fake_tensorrt(dev: FakeDevice, knobs: TrtKnobs | None = None,
@@ -322,6 +324,8 @@ def fake_tensorrt(dev: FakeDevice, knobs: TrtKnobs | None = None,
         def execute_async_v3(self, stream_handle) -> bool:
             if k.fail_runs:
                 return False
+            if k.clock is not None:
+                k.clock.advance(k.run_s)
             feeds = self._inputs(lambda n, dt, shape: np.frombuffer(
                 dev.read(self.addr[n], int(np.prod(shape)) * dt.itemsize), dt).reshape(shape))
             outs = self.e.sess.run(None, feeds)

@@ -25,10 +25,16 @@ from .agreement import check_agreement
 from .builder import load_or_build
 from .cuda import CudaMemory, load_cuda
 from .engine_cache import EngineCache
-from .errors import AgreementError, GpuUnavailableError, ShapeOutOfProfileError
+from .errors import (
+    AgreementError,
+    GpuUnavailableError,
+    ShapeOutOfProfileError,
+    SlowerThanCpuError,
+)
 from .report import AccelReport
 from .runner import TrtSession
 from .shapes import ModelSpec
+from .speed import call_times_ms
 from .trt_api import TrtApi, load_tensorrt
 
 log = logging.getLogger(__name__)
@@ -64,6 +70,8 @@ class AccelSettings:
     validation_file: str = ""                  # the encoder's intent-agreement texts
     validation_max_lines: int = 500
     min_label_agreement: float = 0.99
+    max_slowdown: float = 0.0                  # a path slower than the CPU x this: next
+                                               # path (0 = off; the config's default is 1)
 
     def tolerance(self, model: str, default: float) -> float:
         return float(self.max_abs_error.get(model, default))
@@ -101,8 +109,8 @@ class Accelerator:
         return cls(AccelSettings(
             engine_dir, orders, tuple(profile.model_providers), g.fp16, g.workspace_mb,
             g.device_index, {"vad": g.vad_max_abs_error, "nlu": g.nlu_max_abs_error},
-            g.nlu_validation_file, g.validation_max_lines, g.min_intent_agreement),
-            metrics=metrics, backends=backends, clock=clock)
+            g.nlu_validation_file, g.validation_max_lines, g.min_intent_agreement,
+            g.max_slowdown), metrics=metrics, backends=backends, clock=clock)
 
     def order(self, model: str) -> tuple[str, ...]:
         return normalized(self.settings.orders.get(model, self.settings.default_order))
@@ -195,14 +203,29 @@ class _Walk:
                     raise AgreementError(f"{name} outputs differ from the CPU's: "
                                          f"{agreement.detail}",
                                          hint="the next path serves; see doctor --gpu")
+                speed = self._speed(name, sess)
             except Exception as exc:   # any failure of an accelerated path: next path
                 report.failed(self.model, name, exc, at_run=at_run)
                 continue
             report.settled(self.model, name, build_s=round(build_s, 3), engine=engine,
-                           agreement=agreement.to_dict(), at_run=at_run)
+                           agreement={**agreement.to_dict(), **speed}, at_run=at_run)
             return i, sess
         report.settled(self.model, "cpu", at_run=at_run)
         return len(self.order) - 1, self.cpu
+
+    def _speed(self, name: str, sess: Any) -> dict:
+        """The path's and the CPU's median call (ms) when ``max_slowdown`` is set; raises
+        SlowerThanCpuError when the path's exceeds the CPU's times it."""
+        limit = self.accel.settings.max_slowdown
+        if limit <= 0:
+            return {}
+        path_ms, cpu_ms = call_times_ms(sess, self.cpu, self.spec, self.accel.clock)
+        if path_ms > cpu_ms * limit:
+            raise SlowerThanCpuError(
+                f"{name} takes {path_ms:.2f} ms a call, the CPU {cpu_ms:.2f} ms "
+                f"(gpu.max_slowdown {limit:g})",
+                hint="the next path serves; gpu.max_slowdown = 0 keeps a slower GPU path")
+        return {"call_ms": round(path_ms, 3), "cpu_call_ms": round(cpu_ms, 3)}
 
 
 class FallbackSession:

@@ -42,6 +42,14 @@ class AgreementError(GpuError):
     code = "agreement"
 
 
+class SlowerThanCpuError(GpuError):
+    """The path agrees with the CPU but its calls take longer than the CPU session's
+    (``gpu.max_slowdown``): the next path serves. A tiny model (Silero VAD) can cost more in
+    kernel launches and copies than it saves."""
+
+    code = "slower_than_cpu"
+
+
 class GpuRunError(GpuError):
     code = "run_failed"
 

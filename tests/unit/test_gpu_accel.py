@@ -245,3 +245,38 @@ def test_an_unreadable_validation_file_keeps_the_cpu_with_one_line(tmp_path, mod
     assert acc.health()["models"]["nlu"]["path"] == "cpu"
     (line,) = warnings(caplog)
     assert "JSONDecodeError" in line.message
+
+
+def test_a_path_slower_than_the_cpu_is_passed_over_when_max_slowdown_is_set(tmp_path,
+                                                                           model_dir):
+    from edge_runtime.clock import FakeClock
+    clock = FakeClock()
+    knobs = TrtKnobs()
+    knobs.clock, knobs.run_s = clock, 0.002            # 2 ms an engine call, 0 on the CPU
+
+    def opened(**settings):
+        acc = Accelerator(AccelSettings(tmp_path / "engines", default_order=NATIVE,
+                                        **settings),
+                          backends=fake_backends(knobs=knobs), clock=clock)
+        EncoderIntentModel(model_dir, accel=acc)
+        return acc.health()["models"]["nlu"]
+
+    st = opened(max_slowdown=1.0)
+    assert st["path"] == "cpu"
+    slow = st["fallbacks"][0]
+    assert slow["path"] == "tensorrt-native" and slow["reason"] == "slower_than_cpu"
+    assert "2.00 ms a call, the CPU 0.00 ms" in slow["message"]
+    assert opened(max_slowdown=0.0)["path"] == "tensorrt-native"       # the gate off
+    knobs.run_s = 0.0                                                  # as fast: kept
+    st = opened(max_slowdown=1.0)
+    assert st["path"] == "tensorrt-native" and st["agreement"]["call_ms"] == 0.0
+
+
+def test_the_config_turns_the_speed_gate_on_by_default():
+    from edge_runtime.config import load_config
+    from edge_runtime.errors import ConfigError
+    cfg = load_config(env={})
+    assert cfg.gpu.max_slowdown == 1.0
+    assert Accelerator.from_config(cfg).settings.max_slowdown == 1.0
+    with pytest.raises(ConfigError):
+        cfg.with_overrides(gpu={"max_slowdown": -1})
