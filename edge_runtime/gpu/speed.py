@@ -3,8 +3,8 @@ on the model's fixed agreement inputs (:class:`~edge_runtime.gpu.shapes.ModelSpe
 
 For the small models (Silero VAD's 36 ms frames, the NLU encoder) a GPU path can be slower
 than the CPU: on an H200 with onnxruntime's CUDA provider Silero took 0.91 ms a call
-against 0.18 ms on the CPU, and the calling thread waits (spins) the whole time, so the
-GPU saves no CPU either. :class:`~edge_runtime.gpu.accel.Accelerator` passes over a path
+against 0.18 ms on the CPU, and the voice loop waits for each call, so a slower path only
+delays it. :class:`~edge_runtime.gpu.accel.Accelerator` passes over a path
 whose median call exceeds the CPU's times ``gpu.max_slowdown``.
 """
 from __future__ import annotations
