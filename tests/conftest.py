@@ -27,3 +27,18 @@ def model_dir() -> Path:
     if not (d / "model.onnx").is_file():
         pytest.fail(f"no built model in {d}: run `make models` (or set EDGE_TEST_MODEL_DIR)")
     return d
+
+
+@pytest.fixture(scope="session")
+def tiny_llm(tmp_path_factory) -> Path:
+    """A tiny random llama (:func:`tests.llm_fixtures.write_tiny_gguf`) built with exact
+    blocks (accuracy level 1): its ONNX directory, the GGUF beside it as ``tiny.gguf``.
+    Built once per run; tests only read it."""
+    pytest.importorskip("gguf")
+    pytest.importorskip("onnx")
+    from edge_runtime.models.gguf2onnx import build_llm
+    from tests.llm_fixtures import write_tiny_gguf
+    d = tmp_path_factory.mktemp("tiny_llm")
+    build_llm(write_tiny_gguf(d / "tiny.gguf"), d / "onnx", accuracy_level=1,
+              lm_head_accuracy_level=1)
+    return d / "onnx"

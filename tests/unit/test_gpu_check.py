@@ -20,17 +20,6 @@ from tests.nlu_encoder_fixtures import write_tiny_model  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def tiny_llm(tmp_path_factory):
-    pytest.importorskip("gguf")
-    from edge_runtime.models.gguf2onnx import build_llm
-    from tests.llm_fixtures import write_tiny_gguf
-    d = tmp_path_factory.mktemp("tiny_llm")
-    build_llm(write_tiny_gguf(d / "tiny.gguf"), d / "onnx", accuracy_level=1,
-              lm_head_accuracy_level=1)
-    return d / "onnx"
-
-
 def test_without_a_gpu_the_check_is_one_line_and_exit_77(tmp_path):
     lines: list[str] = []
     rc = run_gpu_check(load_config(env={}), out=lines.append,

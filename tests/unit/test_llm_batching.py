@@ -34,13 +34,8 @@ PROMPTS = [[Message("system", "be brief"), Message("user", u)]
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from edge_runtime.models.gguf2onnx import build_llm
-
-    d = tmp_path_factory.mktemp("tiny_batch")
-    build_llm(write_tiny_gguf(d / "tiny.gguf"), d / "onnx", accuracy_level=1,
-              lm_head_accuracy_level=1)
-    return d / "onnx"
+def model_dir(tiny_llm):
+    return tiny_llm
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from edge_runtime.config import load_config  # noqa: E402
 from edge_runtime.llm import load_engine  # noqa: E402
 from edge_runtime.llm.prompt import ChatPrompt, Prompt  # noqa: E402
 from edge_runtime.types import GenerationParams, Message  # noqa: E402
-from tests.llm_fixtures import write_tiny_gguf  # noqa: E402
 from tests.pipeline_fakes import FakeCloud, make_pipeline  # noqa: E402
 
 GREEDY = GenerationParams(temperature=0.0, repetition_penalty=1.0, max_new_tokens=6,
@@ -23,13 +22,8 @@ MSGS = [Message("system", "be brief"), Message("user", "the cat sat on the mat")
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from edge_runtime.models.gguf2onnx import build_llm
-
-    d = tmp_path_factory.mktemp("tiny_prompt_once")
-    build_llm(write_tiny_gguf(d / "tiny.gguf"), d / "onnx", accuracy_level=1,
-              lm_head_accuracy_level=1)
-    return d / "onnx"
+def model_dir(tiny_llm):
+    return tiny_llm
 
 
 class CountingTokenizer:

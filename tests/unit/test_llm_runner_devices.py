@@ -45,16 +45,6 @@ class DeviceLikeSession:
         return getattr(self.sess, name)
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    from edge_runtime.models.gguf2onnx import build_llm
-    from tests.llm_fixtures import write_tiny_gguf
-    d = tmp_path_factory.mktemp("runner_devices")
-    build_llm(write_tiny_gguf(d / "tiny.gguf"), d / "onnx", accuracy_level=1,
-              lm_head_accuracy_level=1)
-    return d / "onnx"
-
-
 def _logits(model_dir, device, wrap, ids):
     import json
 
@@ -69,19 +59,19 @@ def _logits(model_dir, device, wrap, ids):
     return np.stack(out)
 
 
-def test_decode_steps_on_a_gpu_provider_see_each_new_token_and_position(tiny_model):
+def test_decode_steps_on_a_gpu_provider_see_each_new_token_and_position(tiny_llm):
     ids = [5, 17, 42, 99, 7, 13, 200, 3, 88, 150, 21, 64]
-    reference = _logits(tiny_model, "cpu", lambda s: s, ids)
-    on_gpu = _logits(tiny_model, "cuda", DeviceLikeSession, ids)
+    reference = _logits(tiny_llm, "cpu", lambda s: s, ids)
+    on_gpu = _logits(tiny_llm, "cuda", DeviceLikeSession, ids)
     np.testing.assert_allclose(on_gpu, reference, rtol=0, atol=1e-5)
 
 
-def test_the_copy_at_bind_session_does_tell_stale_inputs_apart(tiny_model):
+def test_the_copy_at_bind_session_does_tell_stale_inputs_apart(tiny_llm):
     """The test above can fail: run as the CPU (inputs bound once) over the copying
     session, the decode steps see stale inputs and their logits differ."""
     ids = [5, 17, 42, 99, 7, 13, 200, 3, 88, 150, 21, 64]
-    reference = _logits(tiny_model, "cpu", lambda s: s, ids)
-    stale = _logits(tiny_model, "cpu", DeviceLikeSession, ids)
+    reference = _logits(tiny_llm, "cpu", lambda s: s, ids)
+    stale = _logits(tiny_llm, "cpu", DeviceLikeSession, ids)
     assert np.abs(stale[2:] - reference[2:]).max() > 1e-2
 
 
@@ -102,9 +92,9 @@ def _batched(model_dir, device, wrap, prompts, steps):
     return np.stack(out)
 
 
-def test_batched_decode_on_a_gpu_provider_sees_each_rows_token_and_position(tiny_model):
+def test_batched_decode_on_a_gpu_provider_sees_each_rows_token_and_position(tiny_llm):
     prompts = [[5, 17, 42, 99], [7, 13, 200, 3, 88, 150]]
     steps = [(21, 64), (9, 33), (120, 4), (77, 250)]
-    reference = _batched(tiny_model, "cpu", lambda s: s, prompts, steps)
-    on_gpu = _batched(tiny_model, "cuda", DeviceLikeSession, prompts, steps)
+    reference = _batched(tiny_llm, "cpu", lambda s: s, prompts, steps)
+    on_gpu = _batched(tiny_llm, "cuda", DeviceLikeSession, prompts, steps)
     np.testing.assert_allclose(on_gpu, reference, rtol=0, atol=1e-5)
