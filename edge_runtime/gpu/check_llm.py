@@ -98,13 +98,21 @@ def _top1(reference: tuple[list[int], Any] | None, run_dir: Path, name: str,
     its profiles would build another engine, minutes on a Jetson)."""
     if reference is None:
         return None
-    from ..models.gguf2onnx.reference import batched_top1, compare_logits, onnx_logits
+    from ..models.gguf2onnx.reference import (
+        batched_top1,
+        compare_logits,
+        onnx_logits,
+        open_built,
+    )
     ids, ref = reference
-    got = onnx_logits(run_dir, ids, threads=threads, provider=name, max_len=CONTEXT)
+    opened = open_built(run_dir, name, threads, CONTEXT)     # one session for both passes
+    got = onnx_logits(run_dir, ids, threads=threads, provider=name, max_len=CONTEXT,
+                      opened=opened)
     single = float(compare_logits(ref, got, ids)["top1_agreement"])
     if name == "tensorrt":
         return single, None
-    return single, batched_top1(run_dir, ids, ref.argmax(-1), threads=threads, provider=name)
+    return single, batched_top1(run_dir, ids, ref.argmax(-1), threads=threads, provider=name,
+                                opened=opened)
 
 
 def _agreement(top1: tuple[float, float | None] | None, cpu_top1: float | None, text: str,

@@ -87,6 +87,11 @@ class KvRunner:
             ("ids", self._ids), ("pos", self._pos), ("pos1", self._pos1),
             ("mask", self._mask), ("logits", self._logits))}
         self._bound_pos = 0
+        # onnxruntime copies a bound input to the device of the node that reads it when it
+        # is bound (IOBinding::BindInput), not at each run: a host buffer bound once and
+        # written later reaches only CPU kernels, so on a GPU provider the token and its
+        # position are bound again at every call (the CPU keeps the bound-once buffers)
+        self._rebind = self.device != "cpu"
         self.length = 0  # tokens currently in the cache
         self.tokens: list[int] = []  # the ids the cache holds (for prefix reuse)
         self.reused = 0              # prompt tokens the last feed_prompt kept from the cache
@@ -110,11 +115,7 @@ class KvRunner:
         (s = 1 again) rebinds only the attention mask, whose length grows: on the CPU the
         token and its position are written into buffers bound once."""
         io, ptr = self._io, self._ptr
-        # onnxruntime copies a bound input to the device of the node that reads it when it
-        # is bound (IOBinding::BindInput), not at each run: a host buffer bound once and
-        # written later reaches only CPU kernels, so on a GPU provider the token and its
-        # position are bound again at every call (the CPU keeps the bound-once buffers)
-        again = self.device != "cpu"
+        again = self._rebind
         if s != self._bound_s or again:
             self._bind_logits(s)
             io.bind_input("input_ids", "cpu", 0, np.int64, [1, s], ptr["ids"])

@@ -191,43 +191,42 @@ def _perplexity(logits: np.ndarray, ids: list[int]) -> float:
     return float(np.exp(nll.mean()))
 
 
-def _session(model_dir: Path, provider: str, threads: int, max_len: int,
-             batch: int = 1) -> tuple[Any, dict, list[str]]:
-    """A session of the built model on ``provider`` (ProviderError when onnxruntime cannot
-    start it), its model_config and the providers it runs on. TensorRT gets the engine's
-    cache folder and shape profiles for ``max_len`` tokens and ``batch`` rows, as
-    :class:`~edge_runtime.llm.OnnxLlmEngine` opens it."""
-    from ...llm.providers import EP_NAMES, provider_hint, provider_list, trt_profiles
+def open_built(model_dir: Path, provider: str, threads: int, max_len: int,
+               batch: int = 1) -> tuple[Any, dict]:
+    """(:class:`~edge_runtime.llm.providers.OpenedSession`, model_config) of the built model
+    on ``provider``, opened as :class:`~edge_runtime.llm.OnnxLlmEngine` opens it (TensorRT
+    with its cache folder and shape profiles for ``max_len`` tokens and ``batch`` rows).
+    ProviderError when onnxruntime cannot start ``provider``."""
+    from ...llm.providers import open_session, provider_hint, trt_profiles
     from ...llm.runner import PREFILL_CHUNK
-    from ...onnx_session import build_session
 
     cfg = json.loads((model_dir / "model_config.json").read_text())
     profiles = trt_profiles(cfg, max_len, batch, PREFILL_CHUNK) if provider == "tensorrt" \
         else None
-    sess = build_session(model_dir / cfg["model_file"], threads=threads, what="built LLM",
-                         providers=provider_list(provider, model_dir / "trt_cache", profiles))
-    got = list(sess.get_providers())
-    if not got or got[0] != EP_NAMES[provider]:
+    opened = open_session(model_dir / cfg["model_file"], [provider], threads,
+                          model_dir / "trt_cache", profiles)
+    if opened.device != provider:          # this onnxruntime lacks the provider altogether
         raise ProviderError(f"onnxruntime could not start its {provider} provider "
-                            f"(got {got})", hint=provider_hint(provider))
-    return sess, cfg, got
+                            f"(got {opened.providers})", hint=provider_hint(provider))
+    return opened, cfg
 
 
 def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
-                provider: str = "cpu", max_len: int = 0) -> np.ndarray:
+                provider: str = "cpu", max_len: int = 0,
+                opened: tuple[Any, dict] | None = None) -> np.ndarray:
     """Logits [S, V] of the built ONNX model for ``ids``, teacher-forced: one prefill call
     when the model outputs every position ("logits": "all"), else token by token through
     the engine's KV cache runner (a "last"-only model: the decode path it runs). ``provider``:
     cpu, cuda or tensorrt (ProviderError when onnxruntime cannot start it); ``max_len``:
-    the runner's cache, at least ``len(ids)`` (an engine's, to share its TensorRT engine)."""
+    the runner's cache, at least ``len(ids)`` (an engine's, to share its TensorRT engine);
+    ``opened``: a session from :func:`open_built` to use instead of opening one."""
     max_len = max(int(max_len), len(ids))
-    sess, cfg, got = _session(model_dir, provider, threads, max_len)
+    session, cfg = opened or open_built(model_dir, provider, threads, max_len)
     if cfg.get("logits", "all") == "last":
         # the engine's own decode path: the KV cache bound in place (on the GPU for the
         # fp16 variant under CUDA), one token a call, no cache copied between calls
-        from ...llm.providers import OpenedSession
         from ...llm.runner import KvRunner
-        runner = KvRunner(OpenedSession(sess, provider, got, []), cfg, max_len)
+        runner = KvRunner(session, cfg, max_len)
         return np.stack([runner.feed([t]).copy() for t in ids])
     empty = np.zeros((1, cfg["num_key_value_heads"], 0, cfg["head_dim"]),
                      np.float16 if cfg.get("kv_cache_dtype") == "float16" else np.float32)
@@ -236,20 +235,20 @@ def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
              "position_ids": np.arange(len(ids), dtype=np.int64)[None],
              **{f"past_key_values.{i}.{k}": empty
                 for i in range(cfg["num_layers"]) for k in ("key", "value")}}
-    return sess.run(["logits"], feeds)[0][0]
+    return session.session.run(["logits"], feeds)[0][0]
 
 
 def batched_top1(model_dir: Path, ids: list[int], ref_top: np.ndarray, threads: int = 2,
-                 provider: str = "cpu") -> float:
+                 provider: str = "cpu", opened: tuple[Any, dict] | None = None) -> float:
     """Top-1 agreement with ``ref_top`` (the reference's argmax per position of ``ids``)
     through the batched decode the daemon runs with ``llm.max_batch`` > 1: two rows of
     different lengths in one step (row 0 from the first token, row 1 after a prefill of
-    the first half), teacher-forced, over every position each row computes."""
+    the first half), teacher-forced, over every position each row computes. ``opened``:
+    as for :func:`onnx_logits`."""
     from ...llm.batch_runner import BatchKvRunner
-    from ...llm.providers import OpenedSession
 
-    sess, cfg, got = _session(model_dir, provider, threads, len(ids) + 1, 2)
-    runner = BatchKvRunner(OpenedSession(sess, provider, got, []), cfg, len(ids) + 1, 2)
+    session, cfg = opened or open_built(model_dir, provider, threads, len(ids) + 1, 2)
+    runner = BatchKvRunner(session, cfg, len(ids) + 1, 2)
     half = max(1, len(ids) // 2)
     hits = []
     for slot, n in ((0, 1), (1, half)):
