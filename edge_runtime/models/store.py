@@ -65,6 +65,7 @@ class ModelEntry:
     int8_ffn: bool = False   # gguf2onnx: FFN gate/up as int8 GEMMs (graph)
     int8_attention: bool = False   # gguf2onnx: attention QKV and output as int8 GEMMs
     fold_offsets: bool = False   # gguf2onnx: block offsets folded into one node (quant)
+    fold_steps: bool = False   # gguf2onnx: decode steps run a folded second build (branches)
 
     @property
     def build_options(self) -> dict[str, bool]:
@@ -72,7 +73,8 @@ class ModelEntry:
         return {key: getattr(self, key) for key in BUILD_OPTIONS}
 
 
-BUILD_OPTIONS = ("int8_ffn", "int8_attention", "fold_offsets")   # ModelEntry's gguf2onnx options
+# ModelEntry's gguf2onnx options
+BUILD_OPTIONS = ("int8_ffn", "int8_attention", "fold_offsets", "fold_steps")
 
 
 def load_manifest(path: str | Path | None = None) -> dict[str, ModelEntry]:
@@ -108,6 +110,10 @@ def load_manifest_text(text: str, p: Path) -> dict[str, ModelEntry]:
         for key, value in entry.build_options.items():
             if not isinstance(value, bool):
                 raise ConfigError(f"model manifest {p}: {entry.name}: {key} must be true or false")
+        if entry.fold_steps and not entry.int8_ffn:
+            raise ConfigError(f"model manifest {p}: {entry.name}: fold_steps gives decode steps "
+                              "the 4-bit blocks of the int8 FFN gate/up; it needs int8_ffn = true",
+                              hint="add int8_ffn = true or drop fold_steps")
         entries[entry.name] = entry
     return entries
 

@@ -211,23 +211,26 @@ def test_fp16_variant_keeps_the_blocks(builds, tmp_path):
             build_graph(read_gguf(builds["llama", "gguf"]), precision="fp16", **{ranges: {}})
 
 
-@pytest.mark.parametrize("key", ["int8_ffn", "int8_attention", "fold_offsets"])
+@pytest.mark.parametrize("key", ["int8_ffn", "int8_attention", "fold_offsets", "fold_steps"])
 def test_manifest_build_options_must_be_bools(tmp_path, key):
     from edge_runtime.errors import ConfigError
     from edge_runtime.models.store import REPO_MANIFEST, load_manifest, load_manifest_text
 
     shipped = load_manifest(REPO_MANIFEST)
     assert shipped["gemma3-270m"].build_options == {
-        "int8_ffn": True, "int8_attention": True, "fold_offsets": False}
-    # SmolLM2's int8 attention cost it top-1 on longer text (README): the FFN alone, folded
+        "int8_ffn": True, "int8_attention": True, "fold_offsets": False, "fold_steps": False}
+    # SmolLM2's int8 attention cost it top-1 on longer text (README): the FFN alone, folded,
+    # and its decode steps read the gate/up's own blocks
     assert shipped["smollm2-135m-instruct"].build_options == {
-        "int8_ffn": True, "int8_attention": False, "fold_offsets": True}
+        "int8_ffn": True, "int8_attention": False, "fold_offsets": True, "fold_steps": True}
     text = ('[[model]]\nname = "m"\nrole = "llm"\nlicence = "x"\npypi = "m==1"\n'
             'build = "gguf2onnx"\n{}[[model.files]]\npath = "m.gguf"\nsha256 = "00"\n')
     m = tmp_path / "manifest.toml"
     # models add's entries: the exact blocks
     assert load_manifest_text(text.format(""), m)["m"].build_options == {
-        "int8_ffn": False, "int8_attention": False, "fold_offsets": False}
-    assert getattr(load_manifest_text(text.format(f"{key} = true\n"), m)["m"], key) is True
+        "int8_ffn": False, "int8_attention": False, "fold_offsets": False, "fold_steps": False}
+    needs = "int8_ffn = true\n" if key == "fold_steps" else ""
+    assert getattr(load_manifest_text(text.format(f"{needs}{key} = true\n"), m)["m"],
+                   key) is True
     with pytest.raises(ConfigError, match=f"{key} must be true or false"):
         load_manifest_text(text.format(f'{key} = "yes"\n'), m)

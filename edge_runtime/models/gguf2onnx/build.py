@@ -102,7 +102,8 @@ def model_config(model: GgufModel, sha256: str, accuracy_level: int) -> dict:
 def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
               lm_head_accuracy_level: int = 4, last_only: bool = True,
               precision: str = "fp32", int8_ffn: bool = False,
-              int8_attention: bool = False, fold_offsets: bool = False) -> dict:
+              int8_attention: bool = False, fold_offsets: bool = False,
+              fold_steps: bool = False) -> dict:
     """Convert ``gguf_path`` into ``out_dir`` and return a small info dict.
 
     The weights are the GGUF's own blocks, re-packed bit-exactly. ``accuracy_level`` is
@@ -126,7 +127,10 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
     the attention QKV and output projections. ``fold_offsets`` (fp32 builds; ignored for
     fp16) makes each weight with block offsets that stays in blocks one MatMulNBits node, its
     offsets folded in (decode faster, an approximation the build log reports; see
-    :func:`.quant.fold_offsets`).
+    :func:`.quant.fold_offsets`). ``fold_steps`` (with ``int8_ffn``; ignored for fp16) gives a
+    decode step of one row the FFN gate/up's own blocks (offsets folded), while prefill
+    chunks and batched steps keep the int8 GEMMs (both in the model; see
+    :func:`.graph.build_graph`).
     """
     t0 = time.perf_counter()
     if precision not in PRECISIONS:
@@ -144,7 +148,8 @@ def build_llm(gguf_path: Path, out_dir: Path, *, accuracy_level: int = 4,
         info = _build_into(model, sha, work, accuracy_level, lm_head_accuracy_level, last_only,
                            precision, int8_ffn and precision == "fp32",
                            int8_attention and precision == "fp32",
-                           fold_offsets and precision == "fp32")
+                           fold_offsets and precision == "fp32",
+                           fold_steps=fold_steps and int8_ffn and precision == "fp32")
         _swap_dir(work, out_dir)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -187,7 +192,7 @@ def _swap_dir(new: Path, out_dir: Path) -> None:
 def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
                 lm_head_accuracy_level: int, last_only: bool, precision: str = "fp32",
                 int8_ffn: bool = False, int8_attention: bool = False,
-                fold_offsets: bool = False) -> dict:
+                fold_offsets: bool = False, *, fold_steps: bool = False) -> dict:
     out_dir.chmod(0o755)
     write_tokenizer(model, out_dir)
     report: dict = {}
@@ -200,7 +205,7 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
     proto = build_graph(model, accuracy_level=accuracy_level,
                         lm_head_accuracy_level=lm_head_accuracy_level, last_only=last_only,
                         report=report, precision=precision, ffn_ranges=ffn, attn_ranges=attn,
-                        out_ranges=out, fold_offsets=fold_offsets)
+                        out_ranges=out, fold_offsets=fold_offsets, fold_steps=fold_steps)
     types = dict(Counter(t.qtype for t in model.tensors.values()))
     for name, (qtype, err) in sorted(report["approximated"].items()):
         log.warning("%s: GGUF type %s has no exact ONNX form; re-quantized to 8-bit blocks of "
@@ -218,6 +223,12 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
                     "their block offsets integer zero points miss as extra weight rows over "
                     "the input's block means, largest abs weight error %.3g; `models check` "
                     "measures the cost", len(report["folded"]), max(report["folded"].values()))
+    if fold_steps:
+        log.warning("folded steps: in a call of one row (a decode step) the FFN gate/up read "
+                    "the weights' blocks instead of the int8 GEMMs, which keep calls of "
+                    "several rows (both are in the model); the step's block weights with "
+                    "offsets, %d, are folded (largest abs weight error %.3g)",
+                    len(report["step_folded"]), max(report["step_folded"].values(), default=0))
     if report["head_candidates_error"] is not None:
         log.info("output head: a 4-bit copy of the 8-bit table (blocks of %d) picks the %d "
                  "candidates whose logits are then computed exactly (max abs weight error of "
@@ -249,6 +260,7 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
     cfg["int8_attention"] = int8_attention
     cfg["fold_offsets"] = fold_offsets
     cfg["folded_projections"] = len(report["folded"])
+    cfg["fold_steps"] = fold_steps
     cfg["head_candidates_4bit"] = report["head_candidates_error"] is not None
     (out_dir / "model_config.json").write_text(json.dumps(cfg, indent=2))
     size = sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file())
@@ -258,5 +270,5 @@ def _build_into(model: GgufModel, sha: str, out_dir: Path, accuracy_level: int,
             "source_sha256": sha, "accuracy_level": accuracy_level,
             "builder_version": BUILDER_VERSION, "precision": precision,
             "int8_ffn": int8_ffn, "int8_attention": int8_attention,
-            "fold_offsets": fold_offsets,
+            "fold_offsets": fold_offsets, "fold_steps": fold_steps,
             "approximated_tensors": len(report["approximated"])}

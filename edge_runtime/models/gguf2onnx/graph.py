@@ -54,8 +54,19 @@ Measured against the int8 build (``benchmarks.llm_ab``, SmolLM2-135M, every load
 2026-12-04): a decode step 1.11-1.21x faster, a 48-token prefill 0.52-0.64x (MatMulNBits
 runs many rows ~2.5x slower than the int8 GEMM), top-1 vs the fp32 reference 97.5-98.75 %
 (int8 build 97.5 %).
+
+Both at once (``fold_steps``, with the int8 FFN; SmolLM2's build since the fourteenth
+session): the decoder blocks sit in If nodes on the call's row count, and a call of one row
+(a decode step) reads the FFN gate/up's own 4-bit blocks, folded, while a call of several
+rows (a prefill chunk, a batched step) keeps the int8 GEMMs. Every weight is an initializer
+of the outer graph, made once: the two branches share all of them but the gate/up, so the
+model holds the gate/up twice and nothing else (:meth:`_Builder.by_rows`).
 """
 from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import onnx
@@ -94,6 +105,13 @@ HEAD_RESCORE = 16
 # for Gemma 3's 262k under the profiler). The same indices; a decode step 1.02x (Gemma 3
 # 270M, every load order of benchmarks.llm_ab, 2026-12-04)
 HEAD_GROUP = 64
+# fold_steps: the decoder blocks go into one If (one-row call or not) per this many blocks.
+# Onnxruntime keeps a weight that both branches of an If read resident beside its pre-packed
+# copy until it has loaded the second branch: one If over all 30 of SmolLM2-135M's blocks
+# peaked 53 MB above the RSS it settled at after loading, an If per 6 blocks 11 MB. An If
+# costs a few us a call: one If a block made a decode step 1.07x the int8 build's, one If
+# in all 1.10x, folding everything 1.11x (benchmarks.llm_ab, every load order, 800 steps)
+STEP_BRANCH_LAYERS = 6
 IR_VERSION = 10  # onnxruntime >= 1.20 reads IR 10; onnx 1.23 would default to a newer one
 # The int8 FFN's share of each channel's range moved onto the weights. Chosen on a 672-token
 # selection text (an excerpt of the design notes; neither the calibration nor the `models
@@ -113,6 +131,7 @@ class _Graph:
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self._n = 0
+        self._consts: dict[str, tuple] = {}   # initializer name -> (type, shape, digest)
         self.np_float, self.float_type = PRECISIONS[precision]
         self.rounded = 0          # float constant values changed by the cast to fp16
 
@@ -121,12 +140,37 @@ class _Graph:
         return f"{base}_{self._n}"
 
     def const(self, name: str, arr: np.ndarray) -> str:
+        """An initializer holding ``arr``; made once per name (the two branches of a
+        fold_steps build ask for their shared weights alike). A name already holding other
+        values gets a new one."""
         if arr.dtype.kind == "f" and arr.dtype != self.np_float:
             cast = arr.astype(self.np_float)
-            self.rounded += int(np.count_nonzero(cast.astype(arr.dtype) != arr))
+            rounded = int(np.count_nonzero(cast.astype(arr.dtype) != arr))
             arr = cast
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
+        else:
+            rounded = 0
+        t = numpy_helper.from_array(np.ascontiguousarray(arr), name)
+        key = (t.data_type, tuple(t.dims), hashlib.sha256(t.raw_data).digest())
+        if name in self._consts:
+            if self._consts[name] == key:
+                return name
+            name = t.name = self.name(name)
+        self._consts[name] = key
+        self.rounded += rounded
+        self.inits.append(t)
         return name
+
+    @contextmanager
+    def capture(self) -> Iterator[list[onnx.NodeProto]]:
+        """Nodes made inside the block go to the yielded list (a subgraph's) instead of the
+        graph's; initializers stay the graph's (the subgraph reads them from the outer
+        scope)."""
+        saved = self.nodes
+        self.nodes = []
+        try:
+            yield self.nodes
+        finally:
+            self.nodes = saved
 
     def op(self, op_type: str, inputs: list[str], n_out: int = 1, domain: str = "",
            outputs: list[str] | None = None, **attrs) -> list[str]:
@@ -145,9 +189,10 @@ class _Builder:
                  ffn_ranges: dict[int, np.ndarray] | None = None,
                  attn_ranges: dict[int, np.ndarray] | None = None,
                  out_ranges: dict[int, np.ndarray] | None = None,
-                 fold: bool = False) -> None:
+                 fold: bool = False, fold_steps: bool = False) -> None:
         self.last_only = last_only
         self.fold = fold
+        self.fold_steps = fold_steps and ffn_ranges is not None
         self.ffn_ranges = ffn_ranges
         self.attn_ranges = attn_ranges
         self.out_ranges = out_ranges
@@ -162,6 +207,8 @@ class _Builder:
         self.approximated: dict[str, tuple[str, float]] = {}   # name -> (type, max abs error)
         self.int8_ffn: dict[str, float] = {}   # int8 FFN node -> max abs weight error
         self.folded: dict[str, float] = {}     # folded-offsets node -> max abs weight error
+        self.step_folded: dict[str, float] = {}   # the same for the one-row branch
+        self.presents: list[str] | None = None   # inside an If branch: its present outputs
         self.head_candidates_error: float | None = None   # the 4-bit head copy's max abs error
 
     # -- weights ---------------------------------------------------------------------------
@@ -410,7 +457,7 @@ class _Builder:
             qkv_in + [f"past_key_values.{i}.key", f"past_key_values.{i}.value",
                       seqlens, total, cos, sin, "position_ids"],
             domain="com.microsoft",
-            outputs=[g.name(f"{p}.attn"), f"present.{i}.key", f"present.{i}.value"],
+            outputs=[g.name(f"{p}.attn"), self.present(i, "key"), self.present(i, "value")],
             num_heads=hp.n_heads, kv_num_heads=hp.n_kv_heads, do_rotary=1,
             rotary_interleaved=int(spec.rope_interleaved), scale=attn_scale(hp),
             # keys with q - k < window (llama.cpp's and transformers' mask): ORT's
@@ -430,19 +477,8 @@ class _Builder:
                     [f"{p}.ffn_gate.weight", f"{p}.ffn_up.weight"])
         int8 = (self.int8_weights(gu_names, self.ffn_ranges[i], f"{p}.ffn_gate_up")
                 if self.ffn_ranges is not None else None)
-        hn, h = self.rms(x, o, f"{p}.ffn_norm.weight", None if int8 is None else int8[0])
-        if int8 is not None:     # one int8 GEMM for both, then a Split: a decode step 5-6 %
-            # faster than two nodes (one activation quantization and one parallel section
-            # fewer), a 48-token prefill the same (benchmarks.llm_ab, SmolLM2 and Gemma 3)
-            gate, up = self.split(self.int8_linear(hn, int8, f"{p}.ffn_gate_up"),
-                                  [hp.ffn, hp.ffn])
-        elif spec.fused_gate_up:
-            gu = self.linear(hn, self.weight(f"{p}.ffn_up.weight"), f"{p}.ffn_gate_up", self.acc)
-            gate, up = self.split(gu, [hp.ffn, hp.ffn])
-        else:
-            fused, parts = self.project(hn, [f"{p}.ffn_gate.weight", f"{p}.ffn_up.weight"],
-                                        f"{p}.ffn_gate_up")
-            gate, up = parts or self.split(str(fused), [hp.ffn, hp.ffn])
+        gu, h = self.ffn_gate_up(i, x, o, int8)
+        gate, up = self.split(gu, [hp.ffn, hp.ffn])
         if spec.activation == "gelu_tanh":
             (act,) = g.op("FastGelu", [gate], domain="com.microsoft")
         else:
@@ -453,6 +489,77 @@ class _Builder:
         if spec.post_norms:
             down, _ = self.rms(down, None, f"{p}.post_ffw_norm.weight")
         return h, down
+
+    def ffn_gate_up(self, i: int, x: str, o: str,
+                    int8: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> tuple[str, str]:
+        """(the FFN's gate and up projections side by side [.., 2 * ffn], the new residual):
+        the ffn_norm of ``x + o``, then the int8 GEMM (``int8``, whose smoothing the norm
+        takes) or the weights' blocks."""
+        p, spec = f"blk.{i}", self.spec
+        name = f"{p}.ffn_gate_up"
+        hn, h = self.rms(x, o, f"{p}.ffn_norm.weight", None if int8 is None else int8[0])
+        if int8 is not None:     # one int8 GEMM for both, then a Split: a decode step 5-6 %
+            # faster than two nodes (one activation quantization and one parallel section
+            # fewer), a 48-token prefill the same (benchmarks.llm_ab, SmolLM2 and Gemma 3)
+            return self.int8_linear(hn, int8, name), h
+        if spec.fused_gate_up:
+            return self.linear(hn, self.weight(f"{p}.ffn_up.weight"), name, self.acc), h
+        fused, parts = self.project(hn, [f"{p}.ffn_gate.weight", f"{p}.ffn_up.weight"], name)
+        return fused or self.g.op("Concat", parts, axis=-1)[0], h  # type: ignore[arg-type]
+
+    def layers(self, x: str, branch: str | None, att: tuple[str, str],
+               layers: range) -> tuple[str, ...]:
+        """Decoder blocks ``layers``: (residual, branch, then inside an If branch each
+        layer's present key and value)."""
+        for i in layers:
+            x, branch = self.layer(i, x, branch, att)
+        return (x, str(branch), *(self.presents or ()))
+
+    def present(self, i: int, kind: str) -> str:
+        """The name of layer ``i``'s present ``kind`` (key, value): the graph output's, or
+        inside an If branch a name of the branch's, recorded for its outputs."""
+        name = f"present.{i}.{kind}"
+        if self.presents is None:
+            return name
+        self.presents.append(self.g.name(name))
+        return self.presents[-1]
+
+    def by_rows(self, x: str, branch: str | None, att: tuple[str, str],
+                layers: range) -> tuple[str, str]:
+        """Decoder blocks ``layers`` as an If on the call's row count (``one_row``): several
+        rows (a prefill chunk, a batched step) run them as the options ask; a call of one row
+        (a decode step) runs the FFN gate/up from the weights' blocks instead of the int8
+        GEMM, every block weight's offsets folded (:func:`.quant.fold_offsets`;
+        ``step_folded`` gets the errors). The attention is the same in both (an int8
+        attention's smoothing divides V in the KV cache both read). The weights are the
+        outer graph's initializers, made once (:meth:`_Graph.const`), so a weight both
+        branches read is stored and pre-packed once. Returns (residual, branch)."""
+        g = self.g
+        if "one_row" not in self._made:
+            self._made.add("one_row")
+            (n,) = g.op("Size", ["input_ids"])
+            g.op("Equal", [n, g.const("one64", np.array(1, np.int64))], outputs=["one_row"])
+        saved = (self.fold, self.folded, self.ffn_ranges)
+
+        def make(tag: str) -> onnx.GraphProto:
+            made = set(self._made)     # a value made in a branch is not visible outside it
+            self.presents = []
+            with g.capture() as nodes:
+                outs = self.layers(x, branch, att, layers)
+            self._made, self.presents = made, None
+            return helper.make_graph(nodes, g.name(f"layers.{tag}"), [], [
+                helper.make_tensor_value_info(o, g.float_type, None) for o in outs])
+
+        self.fold, self.folded, self.ffn_ranges = True, self.step_folded, None
+        try:
+            then_g = make("one_row")
+        finally:
+            self.fold, self.folded, self.ffn_ranges = saved
+        else_g = make("rows")
+        names = [f"present.{i}.{kind}" for i in layers for kind in ("key", "value")]
+        x, last, *_ = g.op("If", ["one_row"], then_branch=then_g, else_branch=else_g,
+                           outputs=[g.name("residual"), g.name("branch"), *names])
+        return x, last
 
     def out_smoothing(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """The int8 attention output's smoothing for layer ``i``: (multipliers [n_heads *
@@ -519,9 +626,14 @@ class _Builder:
         if any(hp.is_sliding(i) for i in range(hp.n_layers)):
             self.local_rope = self.rope_tables(self.spec.swa_rope_base or hp.rope_theta, 1.0,
                                                "local")
-        branch = None
-        for i in range(hp.n_layers):
-            x, branch = self.layer(i, x, branch, att)
+        branch: str | None = None
+        n = hp.n_layers
+        if self.fold_steps:   # one If per STEP_BRANCH_LAYERS blocks (see its comment)
+            for lo in range(0, n, STEP_BRANCH_LAYERS):
+                x, branch = self.by_rows(x, branch, att, range(lo, min(lo + STEP_BRANCH_LAYERS,
+                                                                        n)))
+        else:
+            x, branch, *_ = self.layers(x, branch, att, range(n))
         xn, _ = self.rms(x, branch, "output_norm.weight")
         if self.last_only:
             # the head (49k x 576 for SmolLM2) runs for the last position only: a prefill of
@@ -656,7 +768,7 @@ def build_graph(model: GgufModel, accuracy_level: int = 4,
                 ffn_ranges: dict[int, np.ndarray] | None = None,
                 attn_ranges: dict[int, np.ndarray] | None = None,
                 out_ranges: dict[int, np.ndarray] | None = None,
-                fold_offsets: bool = False) -> onnx.ModelProto:
+                fold_offsets: bool = False, fold_steps: bool = False) -> onnx.ModelProto:
     """The decoder as an in-memory ModelProto (no I/O). ``last_only``: ``logits`` is
     [B, 1, V], the last position's (what generation needs); else [B, S, V]. ``report``, when
     given, receives ``approximated``: {tensor: (type, max abs error)} for tensors whose
@@ -679,19 +791,26 @@ def build_graph(model: GgufModel, accuracy_level: int = 4,
     that stays in blocks is one MatMulNBits over ``[x, block means of x]``, the offsets
     folded in (:func:`.quant.fold_offsets`, approximate), instead of the exact form's
     correction (see the module docstring); ``report["folded"]`` gets {node: max abs weight
-    error}."""
+    error}.
+
+    ``fold_steps`` (fp32, with ``ffn_ranges``): in a call of one row (a decode step) the FFN
+    gate/up read the weights' blocks instead of the int8 GEMM, every block weight's offsets
+    folded; calls of several rows (prefill chunks, batched steps) run the blocks as the
+    other options ask (an If per STEP_BRANCH_LAYERS blocks, :meth:`_Builder.by_rows`).
+    ``report["step_folded"]`` gets the step's {node: max abs weight error}."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, not {precision!r}")
     if (ffn_ranges is not None or attn_ranges is not None) and precision != "fp32":
         raise ValueError("the int8 projections are a CPU build (fp32); the fp16 variant keeps "
                          "the blocks")
-    if fold_offsets and precision != "fp32":
+    if (fold_offsets or fold_steps) and precision != "fp32":
         raise ValueError("folded offsets are a CPU build (fp32); the fp16 variant keeps the "
                          "exact form")
     b = _Builder(model, accuracy_level, lm_head_accuracy_level, last_only, precision,
-                 ffn_ranges, attn_ranges, out_ranges, fold_offsets)
+                 ffn_ranges, attn_ranges, out_ranges, fold_offsets, fold_steps)
     proto = b.build()
     if report is not None:
+        report["step_folded"] = dict(b.step_folded)
         report["int8_ffn"] = dict(b.int8_ffn)
         report["folded"] = dict(b.folded)
         report["approximated"] = dict(b.approximated)
