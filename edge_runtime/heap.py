@@ -103,3 +103,43 @@ def collapse_new(before: frozenset[int], maps: str = "/proc/self/maps") -> int:
         if madvise(addr, HUGE_PAGE, MADV_COLLAPSE) == 0:
             done += HUGE_PAGE
     return done
+
+
+# -- the weight file's pages ---------------------------------------------------------------
+# onnxruntime memory-maps each initializer of a model's external data file (private
+# mappings). The weights it pre-packs are copied out and their mappings released; what
+# stays mapped is read in place, above all the LLM's token table: a Gather of one row per
+# token fed and of each candidate row the head rescores. Loading reads the file front to
+# back and the kernel maps the pages around each fault, so after the load much of the table
+# is resident though a decode touches a few rows.
+MADV_RANDOM = 1        # Linux: no read-ahead or fault-around for this range
+MADV_PAGEOUT = 21      # Linux >= 5.4: reclaim the range's pages now (clean file pages are
+#                        dropped and fault back in from the page cache; nothing is lost)
+
+
+def release_file_pages(path: str, maps: str = "/proc/self/maps") -> int:
+    """For the mappings of the file ``path``: ask for no read-ahead on them (a later read
+    faults in the 4 KB page it touches) and reclaim their resident pages; returns the bytes
+    of mapping so advised. Best effort: 0 where there is no /proc or the kernel refuses (not
+    Linux, a kernel before 5.4)."""
+    try:
+        with open(maps, encoding="utf-8", errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
+        return 0
+    ranges = []
+    for line in lines:
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and parts[5].rstrip("\n") == path:
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            ranges.append((lo, hi - lo))
+    fns = _libc("madvise") if ranges else None
+    if fns is None:
+        return 0
+    madvise = fns[0]
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    done = 0
+    for addr, size in ranges:
+        if madvise(addr, size, MADV_RANDOM) == 0 and madvise(addr, size, MADV_PAGEOUT) == 0:
+            done += size
+    return done

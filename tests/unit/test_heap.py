@@ -100,3 +100,49 @@ def _anon_huge_kb(addr: int) -> int:
         elif inside and head[0] == "AnonHugePages:":
             return int(head[1])
     return 0
+
+
+def _resident_kb(path: str) -> int:
+    """Rss of the process's mappings of ``path`` (kB), from /proc/self/smaps."""
+    total, ours = 0, False
+    with open("/proc/self/smaps", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            head = line.split()
+            if head and not head[0].endswith(":"):        # a mapping's first line
+                ours = len(head) == 6 and head[5] == path
+            elif ours and head[0] == "Rss:":
+                total += int(head[1])
+    return total
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux /proc")
+def test_release_file_pages_drops_a_mapped_files_pages_and_keeps_its_bytes(tmp_path):
+    size = 8 << 20
+    data = os.urandom(size)
+    (tmp_path / "weights.bin").write_bytes(data)
+    (tmp_path / "other.bin").write_bytes(bytes(1 << 20))
+    path, other = (os.path.realpath(tmp_path / n) for n in ("weights.bin", "other.bin"))
+    with open(path, "rb") as fh, open(other, "rb") as oh:
+        # private and writable, as onnxruntime maps an initializer of its external data
+        m = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_PRIVATE,
+                      prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        keep = mmap.mmap(oh.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    try:
+        assert m[:] == data and keep[:] == bytes(1 << 20)    # every page read: resident
+        assert _resident_kb(path) >= 7 << 10
+        before_other = _resident_kb(other)
+        done = heap.release_file_pages(path)
+        if done == 0:
+            pytest.skip("the kernel refused MADV_PAGEOUT (before Linux 5.4)")
+        assert done == size
+        assert _resident_kb(path) < 1 << 10                  # reclaimed
+        assert _resident_kb(other) == before_other            # not its mapping
+        assert m[12345:12400] == data[12345:12400] and m[:] == data   # nothing lost
+    finally:
+        m.close()
+        keep.close()
+
+
+def test_release_file_pages_of_an_unmapped_file_or_without_proc(tmp_path):
+    assert heap.release_file_pages(str(tmp_path / "nothing.bin")) == 0
+    assert heap.release_file_pages("x", maps=str(tmp_path / "no-maps")) == 0
