@@ -65,7 +65,7 @@ class ModelEntry:
     int8_ffn: bool = False   # gguf2onnx: FFN gate/up as int8 GEMMs (graph)
     int8_attention: bool = False   # gguf2onnx: attention QKV and output as int8 GEMMs
     fold_offsets: bool = False   # gguf2onnx: block offsets folded into one node (quant)
-    fold_steps: bool = False   # gguf2onnx: decode steps run a folded second build (branches)
+    fold_steps: bool = False   # gguf2onnx: a decode step reads the gate/up's blocks (graph)
 
     @property
     def build_options(self) -> dict[str, bool]:
