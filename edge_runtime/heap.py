@@ -48,23 +48,33 @@ MADV_HUGEPAGE = 14     # Linux: back this range with huge pages when it faults
 MADV_COLLAPSE = 25     # Linux >= 6.1: do it now, synchronously
 
 
+def _mappings(maps: str) -> list[tuple[int, int, str, str]]:
+    """The process's mappings from ``maps`` (/proc/self/maps): (start, end, permissions,
+    path or ""); empty where there is no such file (not Linux)."""
+    try:
+        with open(maps, encoding="utf-8", errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.rstrip("\n").split(maxsplit=5)
+        if len(parts) >= 5:
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            out.append((lo, hi, parts[1], parts[5] if len(parts) > 5 else ""))
+    return out
+
+
 def anon_huge_slots(maps: str = "/proc/self/maps") -> frozenset[int]:
     """The 2 MB-aligned slots (address // HUGE_PAGE) lying wholly inside the process's
     private anonymous writable mappings (the heap and malloc's mmaps); empty where there is
     no /proc (not Linux)."""
     slots: set[int] = set()
-    try:
-        with open(maps, encoding="ascii") as f:
-            lines = f.readlines()
-    except OSError:
-        return frozenset()
-    for line in lines:
-        parts = line.split()
-        if len(parts) < 5 or not parts[1].startswith("rw") or parts[1][3] != "p":
+    for lo, hi, perms, path in _mappings(maps):
+        if not perms.startswith("rw") or perms[3] != "p":
             continue
-        if len(parts) > 5 and parts[5] != "[heap]":
+        if path and path != "[heap]":
             continue                     # a file, a stack, vdso ...: not ours to touch
-        lo, hi = (int(x, 16) for x in parts[0].split("-"))
         slots.update(range(-(-lo // HUGE_PAGE), hi // HUGE_PAGE))
     return frozenset(slots)
 
@@ -122,17 +132,7 @@ def release_file_pages(path: str, maps: str = "/proc/self/maps") -> int:
     faults in the 4 KB page it touches) and reclaim their resident pages; returns the bytes
     of mapping so advised. Best effort: 0 where there is no /proc or the kernel refuses (not
     Linux, a kernel before 5.4)."""
-    try:
-        with open(maps, encoding="utf-8", errors="replace") as f:
-            lines = f.readlines()
-    except OSError:
-        return 0
-    ranges = []
-    for line in lines:
-        parts = line.split(maxsplit=5)
-        if len(parts) == 6 and parts[5].rstrip("\n") == path:
-            lo, hi = (int(x, 16) for x in parts[0].split("-"))
-            ranges.append((lo, hi - lo))
+    ranges = [(lo, hi - lo) for lo, hi, _, mapped in _mappings(maps) if mapped == path]
     fns = _libc("madvise") if ranges else None
     if fns is None:
         return 0

@@ -64,7 +64,6 @@ model holds the gate/up twice and nothing else (:meth:`_Builder.by_rows`).
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -131,7 +130,7 @@ class _Graph:
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self._n = 0
-        self._consts: dict[str, tuple] = {}   # initializer name -> (type, shape, digest)
+        self._consts: dict[str, onnx.TensorProto] = {}   # the initializers by name
         self.np_float, self.float_type = PRECISIONS[precision]
         self.rounded = 0          # float constant values changed by the cast to fp16
 
@@ -150,12 +149,12 @@ class _Graph:
         else:
             rounded = 0
         t = numpy_helper.from_array(np.ascontiguousarray(arr), name)
-        key = (t.data_type, tuple(t.dims), hashlib.sha256(t.raw_data).digest())
-        if name in self._consts:
-            if self._consts[name] == key:
+        made = self._consts.get(name)
+        if made is not None:
+            if (made.data_type, made.dims, made.raw_data) == (t.data_type, t.dims, t.raw_data):
                 return name
             name = t.name = self.name(name)
-        self._consts[name] = key
+        self._consts[name] = t
         self.rounded += rounded
         self.inits.append(t)
         return name
