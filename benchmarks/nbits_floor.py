@@ -5,12 +5,13 @@ LLM as one 4-bit MatMulNBits node and nothing else, timed beside the build's rea
 
 The kernel-only graph has one MatMulNBits node (4 bits, blocks of 32, uint8 zero points,
 accuracy level 4: ``benchmarks.matmul_kernels``' nbits4_zp, its fastest one-row kernel) for each
-MatMulNBits or DynamicQuantizeMatMul node of the build, with its K and N (the output head
-included), random weights, all reading one input row; no norm, attention, activation or
-sampling node. Sessions: that graph at 1 and 2 intra-op threads, and the build itself at 2
-(a one-token decode step after a 48-token prompt), all 2-thread sessions busy-waiting 200 us
-as the engine does; the three are timed in turns (``--rounds`` of ``--steps`` runs each,
-shuffled) and each figure is the median of the rounds' medians. What it tells: how much of a
+MatMulNBits or DynamicQuantizeMatMul node a decode step of the build runs (a ``fold_steps``
+build: the one-row branches of its If nodes), with its K and N (the output head included),
+random weights, all reading one input row; no norm, attention, activation or sampling node.
+Sessions: that graph at 1 and 2 intra-op threads, and the build itself at 2 (a one-token
+decode step after a 48-token prompt), all 2-thread sessions busy-waiting 200 us as the
+engine does; the three are timed in turns (``--rounds`` of ``--steps`` runs each, shuffled)
+and each figure is the median of the rounds' medians. What it tells: how much of a
 step the matrix kernels take, and how fast a step could be were everything else free.
 Run on a quiet machine.
 """
@@ -23,6 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -30,15 +32,28 @@ import numpy as np
 SPIN = {"session.intra_op.allow_spinning": "1", "session.intra_op.spin_duration_us": "200"}
 
 
+def _step_nodes(graph) -> Iterator:
+    """The nodes a one-token decode step runs, in graph order: a ``fold_steps`` build's
+    blocks sit in If nodes on ``one_row`` (the graph builder's name for "this call has one
+    row"), whose then-branch is the decode step's."""
+    for n in graph.node:
+        if n.op_type == "If" and n.input[0] == "one_row":
+            branch = next(a.g for a in n.attribute if a.name == "then_branch")
+            yield from _step_nodes(branch)
+        else:
+            yield n
+
+
 def projections(model_dir: Path) -> list[tuple[int, int]]:
-    """(K, N) of every MatMulNBits and DynamicQuantizeMatMul node of a build, in graph order."""
+    """(K, N) of every MatMulNBits and DynamicQuantizeMatMul node a decode step of a build
+    runs, in graph order."""
     import onnx
 
     cfg = json.loads((model_dir / "model_config.json").read_text())
     g = onnx.load(str(model_dir / cfg["model_file"]), load_external_data=False).graph
     dims = {t.name: list(t.dims) for t in g.initializer}
     out = []
-    for n in g.node:
+    for n in _step_nodes(g):
         if n.op_type == "MatMulNBits":
             at = {a.name: a.i for a in n.attribute}
             out.append((int(at["K"]), int(at["N"])))

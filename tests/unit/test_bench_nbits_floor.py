@@ -14,9 +14,16 @@ from tests.gguf_fixtures import build_variants  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return build_variants(tmp_path_factory.mktemp("floor"), {"int8": {"int8_ffn": True}},
-                          archs=(("llama", "Q4_1"),))["llama", "int8"]
+def builds(tmp_path_factory):
+    return build_variants(tmp_path_factory.mktemp("floor"), {
+        "int8": {"int8_ffn": True},
+        "steps": {"int8_ffn": True, "fold_offsets": True, "fold_steps": True}},
+        archs=(("llama", "Q4_1"),))
+
+
+@pytest.fixture(scope="module")
+def built(builds):
+    return builds["llama", "int8"]
 
 
 def test_every_projection_of_the_build_becomes_one_kernel(built, tmp_path):
@@ -33,6 +40,25 @@ def test_every_projection_of_the_build_becomes_one_kernel(built, tmp_path):
     g = onnx.load(str(tmp_path / "floor.onnx"), load_external_data=False).graph
     assert [n.op_type for n in g.node] == ["MatMulNBits"] * len(shapes)
     assert sorted(names) == sorted({f"x{k}" for k, _ in shapes})
+
+
+def test_a_fold_steps_build_gives_its_decode_steps_projections(builds):
+    """The blocks of a fold_steps build sit in If nodes: the floor takes the one-row branch's
+    projections (the 4-bit gate/up, not the prefill's int8 GEMMs), each block's once."""
+    from benchmarks.nbits_floor import projections
+
+    stepped, int8 = builds["llama", "steps"], builds["llama", "int8"]
+    cfg = json.loads((stepped / "model_config.json").read_text())
+    top = [n.op_type for n in onnx.load(str(stepped / "model.onnx"),
+                                        load_external_data=False).graph.node]
+    assert "If" in top and top.count("MatMulNBits") < cfg["num_layers"]
+    step, base = projections(stepped), projections(int8)
+    assert [n for _, n in step] == [n for _, n in base]
+    # the step branch's projections are folded (the gate/up too, an int8 GEMM in the other
+    # build): K gains a row per block of 32, the offsets' remainder
+    folded = [(k, kb) for (k, _), (kb, _) in zip(step, base, strict=True) if k != kb]
+    assert len(folded) >= 4 * cfg["num_layers"]
+    assert all(k == kb + kb // 32 for k, kb in folded)
 
 
 def test_a_kernel_computes_its_product(tmp_path):
