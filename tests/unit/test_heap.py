@@ -133,7 +133,7 @@ def test_release_file_pages_drops_a_mapped_files_pages_and_keeps_its_bytes(tmp_p
         before_other = _resident_kb(other)
         done = heap.release_file_pages(path)
         if done == 0:
-            pytest.skip("the kernel refused MADV_PAGEOUT (before Linux 5.4)")
+            pytest.skip("the kernel refused madvise")
         assert done == size
         assert _resident_kb(path) < 1 << 10                  # reclaimed
         assert _resident_kb(other) == before_other            # not its mapping
@@ -141,6 +141,59 @@ def test_release_file_pages_drops_a_mapped_files_pages_and_keeps_its_bytes(tmp_p
     finally:
         m.close()
         keep.close()
+
+
+def _synced(path, data: bytes) -> str:
+    """``data`` written to ``path`` and on the disk: its page-cache pages are clean, the
+    kind a reclaim may drop."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return os.path.realpath(path)
+
+
+def test_released_pages_fault_back_from_the_page_cache_not_the_disk(tmp_path):
+    """A token-table row read after the release is a minor fault: the page stayed in the
+    page cache (MADV_PAGEOUT dropped it there too, and every read went to the disk)."""
+    import resource
+
+    data = os.urandom(4 << 20)
+    path = _synced(tmp_path / "weights.bin", data)
+    with open(path, "rb") as fh:
+        m = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_PRIVATE,
+                      prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    try:
+        assert m[:] == data
+        if heap.release_file_pages(path) == 0:
+            pytest.skip("the kernel refused madvise")
+        assert _resident_kb(path) < 1 << 10
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+        assert m[:] == data
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_majflt == before
+    finally:
+        m.close()
+
+
+def test_a_mapping_the_process_wrote_is_left_alone(tmp_path):
+    """Dropping a private mapping's written page would bring back the file's bytes: such a
+    mapping keeps its pages (and its write); a mapping of the same file only read is
+    released."""
+    data = os.urandom(1 << 20)
+    path = _synced(tmp_path / "weights.bin", data)
+    with open(path, "rb") as fh:
+        wrote = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_PRIVATE,
+                          prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        read = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    try:
+        wrote[:4] = b"edge"
+        assert read[:] == data
+        assert heap.release_file_pages(path) == len(data)       # the read mapping only
+        assert wrote[:4] == b"edge" and wrote[4:] == data[4:]
+        assert read[:] == data
+    finally:
+        wrote.close()
+        read.close()
 
 
 def test_release_file_pages_of_an_unmapped_file_or_without_proc(tmp_path):
