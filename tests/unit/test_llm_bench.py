@@ -81,3 +81,55 @@ def test_a_missing_fidelity_text_is_reported_before_any_run(monkeypatch, tmp_pat
     assert llm_bench.main(["--gguf", str(gguf), "--model-dir", str(onnx),
                            "--fidelity-text", str(tmp_path / "none.txt")]) == 2
     assert "none.txt: no such file" in capsys.readouterr().err
+
+
+class _FakeWorker:
+    """A worker process stand-in: each set of processes (a new "ours") decodes at its own
+    speed (ours, llama.cpp spinning): 100 / 100, 150 / 100, 120 / 120 tok/s."""
+    started: list[_FakeWorker] = []
+
+    def __init__(self, kind, spec, spin=False):
+        self.kind, self.spin, self.closed = kind, spin, False
+        self.set = sum(w.kind == "ours" for w in self.started) - (kind != "ours")
+        self.started.append(self)
+
+    def ask(self, cmd, **_):
+        assert not self.closed
+        if cmd == "run":
+            tps = ([100.0, 150.0, 120.0] if self.kind == "ours" else
+                   [100.0, 100.0, 120.0] if self.spin else [50.0] * 3)[self.set]
+            return {"ttft_ms": 40.0, "decode_tps": tps, "new_tokens": 64, "prompt_tokens": 48}
+        if cmd == "rss":
+            return {"peak_rss_mb": 200.0 + self.set}
+        assert cmd == "dialogue"
+        return {k: {"prompt_tokens": [48], "ttft_ms": [30.0]} for k in ("reuse", "no_reuse")}
+
+    def close(self):
+        self.closed = True
+
+
+def test_processes_pool_the_runs_of_fresh_worker_sets(monkeypatch):
+    """--processes 3: three sets of fresh workers one after the other (each closed before the
+    next starts), every run pooled, the decode ratio the median of the sets' own ratios (the
+    pooled medians' ratio kept beside it), the largest peak RSS."""
+    import argparse
+
+    _FakeWorker.started = []
+    monkeypatch.setattr(llm_bench, "Worker", _FakeWorker)
+    monkeypatch.setattr(llm_bench, "_spec", lambda args: {})
+    args = argparse.Namespace(processes=3, runs=2, no_llama_cpp=False, llama_policy="both",
+                              batching=[], no_fidelity=True, model="m", threads=2, spin_us=0,
+                              model_dir="d")
+    out = llm_bench.bench(args)
+    assert len(_FakeWorker.started) == 9 and all(w.closed for w in _FakeWorker.started)
+    assert out["decode_ratio_by_process"] == [1.0, 1.5, 1.0]
+    assert out["ratios"]["decode_tps"] == 1.0
+    assert out["ours"]["decode_tps"] == 120.0     # the median of all 12 (cold and warm)
+    assert out["ratios"]["decode_tps_pooled"] == 1.2       # 120 / 100, across the sets
+    assert out["ours"]["peak_rss_mb"] == 202.0
+    assert out["processes"] == 3
+
+
+def test_processes_and_runs_must_be_positive(capsys):
+    assert llm_bench.main(["--processes", "0"]) == 2
+    assert "--processes" in capsys.readouterr().err
