@@ -20,13 +20,11 @@ runs (with ``--processes N``, of N sets of fresh worker processes one after the 
 ``--runs`` each, pooled; where a process's memory lands moves its decode speed on a shared
 VM, so the decode ratio is then the median of the sets' own ratios, listed in
 ``decode_ratio_by_process``, and the ratio of the pooled medians is ``decode_tps_pooled``):
-TTFT for a ~50-token prompt
-with a cold cache ("ttft_ms") and with the system prompt
-cached ("ttft_ms_prefix_cached": a new question after the same system prompt, each engine
-reusing the KV of the prefix it already holds),
-greedy decode tok/s, peak RSS (VmHWM, before the fidelity and batching phases; the largest
-of the sets of processes), top-1
-agreement with the fp32 numpy reference of the GGUF (teacher-forced; llama.cpp's own
+TTFT for a ~50-token prompt with a cold cache ("ttft_ms") and with the system prompt cached
+("ttft_ms_prefix_cached": a new question after the same system prompt, each engine reusing
+the KV of the prefix it already holds), greedy decode tok/s, peak RSS (VmHWM, before the
+fidelity and batching phases; the largest of the sets of processes), top-1 agreement with
+the fp32 numpy reference of the GGUF (teacher-forced; llama.cpp's own
 logits with ``logits_all=True``). Then sustained aggregate throughput of N sessions kept
 in flight (each asks question after question for --batch-seconds, then the answers in
 flight are cancelled, so no tail of fewer sessions counts) with micro-batching
@@ -248,7 +246,7 @@ def bench(args: argparse.Namespace) -> dict:
         for _ in range(args.processes):
             for w in workers.values():
                 w.close()
-            workers = {}
+            workers = {}                          # closed: not again if the start fails
             workers = _start(args, spec)
             c, wm = _paired_runs(workers, args.runs)
             by_process.append(_decode_ratio(c, wm))
@@ -345,8 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--processes", type=int, default=1,
                     help="sets of fresh worker processes, --runs paired runs each; the "
-                         "figures pool every run, and each set's decode ratio is listed "
-                         "(default 1)")
+                         "figures pool every run, the decode ratio is the median of the "
+                         "sets' own (default 1)")
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--batching", default="1,2,4,8,16",
                     help="concurrent session counts for the throughput sweep ('' = skip)")
