@@ -476,8 +476,8 @@ class _Builder:
                     [f"{p}.ffn_gate.weight", f"{p}.ffn_up.weight"])
         int8 = (self.int8_weights(gu_names, self.ffn_ranges[i], f"{p}.ffn_gate_up")
                 if self.ffn_ranges is not None else None)
-        gu, h = self.ffn_gate_up(i, x, o, int8)
-        gate, up = self.split(gu, [hp.ffn, hp.ffn])
+        gu, parts, h = self.ffn_gate_up(i, x, o, int8)
+        gate, up = parts or self.split(str(gu), [hp.ffn, hp.ffn])
         if spec.activation == "gelu_tanh":
             (act,) = g.op("FastGelu", [gate], domain="com.microsoft")
         else:
@@ -490,21 +490,22 @@ class _Builder:
         return h, down
 
     def ffn_gate_up(self, i: int, x: str, o: str,
-                    int8: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> tuple[str, str]:
-        """(the FFN's gate and up projections side by side [.., 2 * ffn], the new residual):
-        the ffn_norm of ``x + o``, then the int8 GEMM (``int8``, whose smoothing the norm
-        takes) or the weights' blocks."""
+                    int8: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+                    ) -> tuple[str | None, list[str] | None, str]:
+        """(the FFN's gate and up side by side [.., 2 * ffn] or None, else the two apart as
+        :meth:`project` gives them, the new residual): the ffn_norm of ``x + o``, then the
+        int8 GEMM (``int8``, whose smoothing the norm takes) or the weights' blocks."""
         p, spec = f"blk.{i}", self.spec
         name = f"{p}.ffn_gate_up"
         hn, h = self.rms(x, o, f"{p}.ffn_norm.weight", None if int8 is None else int8[0])
         if int8 is not None:     # one int8 GEMM for both, then a Split: a decode step 5-6 %
             # faster than two nodes (one activation quantization and one parallel section
             # fewer), a 48-token prefill the same (benchmarks.llm_ab, SmolLM2 and Gemma 3)
-            return self.int8_linear(hn, int8, name), h
+            return self.int8_linear(hn, int8, name), None, h
         if spec.fused_gate_up:
-            return self.linear(hn, self.weight(f"{p}.ffn_up.weight"), name, self.acc), h
+            return self.linear(hn, self.weight(f"{p}.ffn_up.weight"), name, self.acc), None, h
         fused, parts = self.project(hn, [f"{p}.ffn_gate.weight", f"{p}.ffn_up.weight"], name)
-        return fused or self.g.op("Concat", parts, axis=-1)[0], h  # type: ignore[arg-type]
+        return fused, parts, h
 
     def layers(self, x: str, branch: str | None, att: tuple[str, str],
                layers: range) -> tuple[str, ...]:
