@@ -5,7 +5,8 @@
 
 Each spec is a model directory (``edge-runtime models build`` output) plus optional session
 config entries (``session.intra_op.allow_spinning=1``, ``session.intra_op.spin_duration_us=200``
-...) or ``threads=N``. All specs are loaded side by side in one process; the decode steps then
+...), ``threads=N`` or ``step_ops=LIB`` (the library of ``edge_runtime.llm.step_ops``: the
+model's step-ops graph, ``model.step_ops.onnx``). All specs are loaded side by side in one process; the decode steps then
 alternate between them, ``--block`` steps at a time, in a shuffled order each round, so a busy
 box slows every spec alike. Printed per spec: median wall and process-CPU time of one decode
 step and of a 48-token prefill, each as a ratio to the first spec. Use ``taskset -c 0,1`` to
@@ -45,20 +46,26 @@ def _open(spec: str, threads: int, max_len: int):
     d, *opts = spec.split(",")
     entries = dict(o.split("=", 1) for o in opts)
     so = session_options(int(entries.pop("threads", threads)))
+    cfg = json.loads((Path(d) / "model_config.json").read_text())
+    path = Path(d) / cfg["model_file"]
+    if "step_ops" in entries:      # the library of edge_runtime.llm.step_ops: its graph
+        from edge_runtime.llm.step_ops import variant_of
+        so.register_custom_ops_library(entries.pop("step_ops"))
+        path = variant_of(Path(d), cfg) or path
     for k, v in entries.items():
         so.add_session_config_entry(k, v)
-    cfg = json.loads((Path(d) / "model_config.json").read_text())
-    sess = ort.InferenceSession(str(Path(d) / cfg["model_file"]), so,
-                                providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
     return KvRunner(OpenedSession(sess, "cpu", ["CPUExecutionProvider"], []), cfg, max_len)
 
 
 FIGURES = ("step_wall", "step_cpu", "prefill_wall", "prefill_cpu")
 
 
-def measure(specs: list[str], steps: int, block: int, threads: int, seed: int) -> list[dict]:
-    """One process's figures: per spec the medians (seconds) of FIGURES."""
-    max_len = 1024
+def measure(specs: list[str], steps: int, block: int, threads: int, seed: int,
+            context: int = 1024) -> list[dict]:
+    """One process's figures: per spec the medians (seconds) of FIGURES; a runner whose
+    cache reaches ``context`` tokens starts again from the prompt."""
+    max_len = max(context, len(PROMPT) + 2)
     runs = [{"spec": s, "runner": _open(s, threads, max_len), "tok": 200,
              "wall": [], "cpu": [], "prefill": []} for s in specs]
     for _ in range(3):
@@ -114,7 +121,7 @@ def _figure(row: dict, f: str, by_order: bool) -> str:
 def _child(specs: list[str], args: argparse.Namespace) -> list[dict]:
     cmd = [sys.executable, "-m", "benchmarks.llm_ab", "--orders", "1", "--raw",
            "--steps", str(args.steps), "--block", str(args.block), "--threads",
-           str(args.threads), "--seed", str(args.seed), *specs]
+           str(args.threads), "--context", str(args.context), "--seed", str(args.seed), *specs]
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -124,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("specs", nargs="+")
     ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--context", type=int, default=1024,
+                    help="tokens a cache holds before it restarts from the 48-token prompt "
+                         "(112: the past of bench llm's 64-token answers)")
     ap.add_argument("--block", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -136,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     specs = list(args.specs)
     orders = args.orders or len(specs)
     if orders == 1:
-        by_order = [measure(specs, args.steps, args.block, args.threads, args.seed)]
+        by_order = [measure(specs, args.steps, args.block, args.threads, args.seed,
+                            args.context)]
     else:
         by_order, n = [], len(specs)
         for k in range(orders):

@@ -5,14 +5,17 @@
                            [--batching 1,2,4,8,16]
                            [--batch-seconds 8] [--no-llama-cpp]
                            [--llama-policy both|passive|spin] [--no-fidelity]
-                           [--fidelity-text FILE] [--json]
+                           [--fidelity-text FILE] [--no-step-ops] [--json]
 
 ``--model`` names a model of the store (default SmolLM2-135M-Instruct): its pulled GGUF and
 built ONNX directory (``--gguf``/``--model-dir`` override them). llama.cpp runs in both
 OpenMP thread policies in the same run (``--llama-policy both``, the default):
 ``OMP_WAIT_POLICY=PASSIVE`` (threads sleep between ops, as ours do) and its own default
 (threads spin; ``llama_cpp_spin``). Each ratio takes llama.cpp at whichever policy is better
-for that figure (``anchor`` says which), so no setting of llama.cpp is left out.
+for that figure (``anchor`` says which), so no setting of llama.cpp is left out. Our engine
+runs as the daemon runs it: with the decode-step kernels ``models build`` compiled
+(``edge_runtime.llm.step_ops``; ``step_ops`` in the output names the library) unless
+``--no-step-ops``.
 
 Each engine runs in its own worker process (clean peak RSS); their runs are interleaved
 (A B, B A, ...) so machine noise hits both, and figures are medians of ``--runs`` paired
@@ -118,6 +121,17 @@ def _default_paths(model: str = MODEL) -> tuple[Path | None, Path | None]:
         return None, None
 
 
+def _step_ops_library() -> str | None:
+    """The decode-step kernels the daemon would load (edge_runtime.runtime), as a path."""
+    try:
+        from edge_runtime.config import load_config
+        from edge_runtime.runtime import step_ops_library
+        lib = step_ops_library(load_config(env={}))
+    except Exception:  # no config: the plain graph
+        return None
+    return str(lib) if lib else None
+
+
 POLICIES = {"passive": "llama_cpp_passive", "spin": "llama_cpp_spin"}
 # figure -> better is higher (True) or lower (False)
 _FIGURES = {"decode_tps": True, "ttft_ms": False, "ttft_ms_prefix_cached": False,
@@ -167,7 +181,7 @@ def _spec(args: argparse.Namespace) -> dict:
     eng = load_engine(args.model_dir, providers=("cpu",), threads=1, context_tokens=64)
     msgs = [Message("system", SYSTEM), Message("user", QUESTION)]
     spec = {"gguf": str(args.gguf), "model_dir": str(args.model_dir), "threads": args.threads,
-            "spin_us": args.spin_us,
+            "spin_us": args.spin_us, "step_ops": args.step_ops,
             "decode_tokens": args.decode_tokens, "n_ctx": 2048,
             "messages": [[m.role, m.content] for m in msgs],
             "prompt_ids": eng.prompt.tokens(msgs), "questions": QUESTIONS,
@@ -307,6 +321,7 @@ def bench(args: argparse.Namespace) -> dict:
         out["ratios"]["decode_tps"] = round(statistics.median(sets), 3)
     out["threads"] = args.threads
     out["spin_us"] = args.spin_us
+    out["step_ops"] = args.step_ops
     out["model_dir"] = str(args.model_dir)
     out["load_avg_1m"] = round(os.getloadavg()[0], 2)   # other work on the box skews timings
     return out
@@ -357,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llama-spin", action="store_const", dest="llama_policy", const="spin",
                     help="same as --llama-policy spin")
     ap.add_argument("--no-fidelity", action="store_true")
+    ap.add_argument("--no-step-ops", dest="use_step_ops", action="store_false",
+                    help="our engine without the decode-step kernels (onnxruntime's only)")
     ap.add_argument("--fidelity-text", type=Path, metavar="FILE",
                     help="top-1 agreement on this text (default: the 161-token passage of "
                     "`models check`; benchmarks/data/fidelity_passages.txt: two longer ones)")
@@ -366,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         print("--runs and --processes must be at least 1", file=sys.stderr)
         return 2
     args.spin_us = resolve_spin(args.spin_us, args.threads)     # auto: as the daemon would
+    args.step_ops = _step_ops_library() if args.use_step_ops else None
     args.batching = [int(x) for x in args.batching.split(",") if x.strip()]
     if args.gguf is None or args.model_dir is None:
         gguf, model_dir = _default_paths(args.model)

@@ -35,8 +35,10 @@ class Ours:
         from edge_runtime.types import GenerationParams, Message
 
         self.spec = spec
+        ops = spec.get("step_ops")
         self.eng = load_engine(Path(spec["model_dir"]), providers=("cpu",),
-                               threads=spec["threads"], spin_us=spec.get("spin_us", 0))
+                               threads=spec["threads"], spin_us=spec.get("spin_us", 0),
+                               step_ops=Path(ops) if ops else None)
         self.Message = Message
         self.params = GenerationParams(temperature=0.0, repetition_penalty=1.0,
                                        stop_at_sentence=0, max_new_tokens=spec["decode_tokens"])

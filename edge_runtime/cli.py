@@ -213,10 +213,12 @@ def cmd_models(args: argparse.Namespace) -> int:
     elif args.action == "check":
         from .models.gguf2onnx import check_fidelity
         text = _check_text(args.text) if getattr(args, "text", None) else None
+        from .runtime import step_ops_library
         for name in names:
             report = check_fidelity(store.require_source(name),
                                     store.built_dir(name, getattr(args, "precision", "fp32")),
-                                    text, provider=args.provider)
+                                    text, provider=args.provider,
+                                    step_ops=step_ops_library(cfg))
             print(json.dumps({"model": name, **report}))
     return 0
 

@@ -123,6 +123,10 @@ class LlmConfig:
                                        # else 0 (onnx_session.resolve_spin)
     huge_pages: bool = True            # back the CPU session's weights with 2 MB pages after
                                        # loading (Linux THP; ~1.05x decode; heap.collapse_new)
+    step_ops: bool = True              # `models build` compiles edge-runtime's decode-step
+                                       # kernels here (needs cc) and a CPU session's decode
+                                       # steps run them (llm/step_ops); false: onnxruntime's
+                                       # kernels only
     max_new_tokens: int = _Gen.max_new_tokens   # sampling defaults: types.GenerationParams
     temperature: float = _Gen.temperature
     top_p: float = _Gen.top_p

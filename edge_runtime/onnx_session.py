@@ -75,19 +75,23 @@ def session_options(threads: int = 1, spin_us: int = 0) -> Any:
 def build_session(path: str | Path, *, threads: int = 1,
                   providers: Sequence[Any] = CPU, stage: str = "models",
                   what: str = "ONNX model", hint: str | None = None,
-                  spin_us: int = 0) -> Any:
+                  spin_us: int = 0, custom_ops: Path | None = None) -> Any:
     """An ``onnxruntime.InferenceSession`` for ``path`` on ``providers`` (names, or
     ``(name, options)`` pairs, in onnxruntime's order of preference). Raises
     ModelLoadError (``stage``) when onnxruntime is missing or the file does not load.
-    ``spin_us``: see :func:`spin_entries` (only the LLM sets it: ``llm.spin_us``)."""
+    ``spin_us``: see :func:`spin_entries` (only the LLM sets it: ``llm.spin_us``).
+    ``custom_ops``: a custom-op library to register first (the LLM's step ops,
+    :mod:`edge_runtime.llm.step_ops`)."""
     try:
         import onnxruntime as ort
     except ImportError:
         raise ModelLoadError(f"{what} needs onnxruntime", stage=stage,
                              hint="pip install onnxruntime") from None
     try:
-        return ort.InferenceSession(str(path), session_options(threads, spin_us),
-                                    providers=list(providers))
+        so = session_options(threads, spin_us)
+        if custom_ops is not None:
+            so.register_custom_ops_library(str(custom_ops))
+        return ort.InferenceSession(str(path), so, providers=list(providers))
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/NoSuchFile types
         raise ModelLoadError(f"{what} {path} does not load: {exc}", stage=stage,
                              hint=hint) from None

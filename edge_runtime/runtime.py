@@ -5,6 +5,7 @@ import asyncio
 import logging
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .clock import SYSTEM_CLOCK, Clock
 from .config import Config
@@ -53,7 +54,7 @@ def load_llm(cfg: Config, store: ModelStore):
                                  max_batch=profile.llm_max_batch(c.max_batch),
                                  batch_context_tokens=c.batch_context_tokens,
                                  reuse_prefix=c.reuse_prefix, spin_us=spin,
-                                 huge_pages=c.huge_pages)
+                                 huge_pages=c.huge_pages, step_ops=step_ops_library(cfg))
         log.info("local LLM %s loaded on %s (providers: %s; %d at a time, %d threads, "
                  "busy-wait %d us)", c.model, engine.device, ", ".join(engine.providers),
                  engine.capacity, threads, spin)
@@ -61,6 +62,19 @@ def load_llm(cfg: Config, store: ModelStore):
     except EdgeError as exc:
         log.warning("local LLM unavailable: %s", exc.one_line())
         return None, exc
+
+
+def step_ops_library(cfg: Config) -> Path | None:
+    """The decode-step kernels' library for this machine (llm.step_ops), or None."""
+    if not cfg.llm.step_ops:
+        return None
+    from .llm.step_ops import find_library, library_path
+    lib = find_library(cfg.paths.resolved_home())
+    if lib is None:
+        log.info("decode-step kernels not built (%s); decode steps use onnxruntime's "
+                 "attention: run `edge-runtime models build`",
+                 library_path(cfg.paths.resolved_home()).name)
+    return lib
 
 
 def build_stages(cfg: Config, clock: Clock = SYSTEM_CLOCK, *, with_llm: bool = True,

@@ -18,12 +18,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .. import heap
+from . import step_ops
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ModelLoadError, ModelMissingError
 from ..types import CancelToken, GenerationParams, Message
 from .control import SingleSessionLoad
 from .prompt import ChatPrompt, Prompt, as_prompt
-from .providers import BUILD_HINT, OpenedSession, open_session, trt_profiles
+from .providers import BUILD_HINT, OpenedSession, available, open_session, trt_profiles
 from .decode import Vocabulary, decode_stream, new_stats
 from .runner import PREFILL_CHUNK, KvRunner
 from .text_stream import byte_level_to_bytes, spm_piece_to_bytes
@@ -55,9 +56,10 @@ class OnnxLlmEngine(SingleSessionLoad):
                  threads: int = 2, model_name: str = "", context_tokens: int = 2048,
                  engine_cache_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK,
                  reuse_prefix: bool = True, max_batch: int = 1, spin_us: int = 0,
-                 huge_pages: bool = True,
+                 huge_pages: bool = True, step_ops: Path | None = None,
                  session_factory: Callable[..., OpenedSession] = open_session) -> None:
         self.reuse_prefix = reuse_prefix
+        self.step_ops = step_ops
         self.huge_pages = huge_pages
         self._session_factory = session_factory
         self._max_batch = max_batch
@@ -117,6 +119,24 @@ class OnnxLlmEngine(SingleSessionLoad):
             yield from self._generate(prompt, params, cancel)
 
     # -- internals -------------------------------------------------------------------------
+    def _open_session(self, path: Path, names: list[str]) -> OpenedSession:
+        """The session of ``path``, or of its step-ops variant when the library is there and
+        the CPU runs the model (the ops are CPU kernels); a variant that does not load is
+        logged and the plain graph opened."""
+        args = (names, self.threads, self._cache_dir,
+                trt_profiles(self.cfg, self.max_len, self._max_batch, PREFILL_CHUNK))
+        variant = step_ops.variant_of(self.model_dir, self.cfg) if self.step_ops else None
+        if variant is not None and (available(names) or ["cpu"])[0] == "cpu":
+            try:
+                opened = self._session_factory(variant, *args, spin_us=self.spin_us,
+                                               custom_ops=self.step_ops)
+                log.debug("LLM decode steps on edge-runtime's kernels (%s)", variant.name)
+                return opened
+            except ModelLoadError as exc:
+                log.warning("the step-ops graph did not load (%s); using %s", exc.message,
+                            path.name)
+        return self._session_factory(path, *args, spin_us=self.spin_us)
+
     def _open(self, names: list[str]) -> KvRunner:
         path = self.model_dir / self.cfg["model_file"]
         data = self.cfg.get("external_data_file")
@@ -125,10 +145,7 @@ class OnnxLlmEngine(SingleSessionLoad):
                 raise ModelMissingError(f"LLM model file missing: {f}", hint=BUILD_HINT)
         while True:
             before = heap.anon_huge_slots() if self.huge_pages else frozenset()
-            opened = self._session_factory(
-                path, names, self.threads, self._cache_dir,
-                trt_profiles(self.cfg, self.max_len, self._max_batch, PREFILL_CHUNK),
-                spin_us=self.spin_us)
+            opened = self._open_session(path, names)
             runner = KvRunner(opened, self.cfg, self.max_len)
             try:
                 # warm-up: first-run allocations and weight page-ins happen here, not in the
@@ -242,7 +259,7 @@ def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cud
                 threads: int = 2, model_name: str = "", context_tokens: int = 2048,
                 engine_cache_dir: Path | None = None, max_batch: int = 1,
                 batch_context_tokens: int = 1024, reuse_prefix: bool = True, spin_us: int = 0,
-                huge_pages: bool = True):
+                huge_pages: bool = True, step_ops: Path | None = None):
     """Open the model built by ``edge-runtime models build`` in ``model_dir``.
 
     ``max_batch`` > 1 returns a :class:`~edge_runtime.llm.batching.BatchingEngine` (same
@@ -257,11 +274,14 @@ def load_engine(model_dir: Path, *, providers: Sequence[str] = ("tensorrt", "cud
     threads busy-wait up to that long for the next op (0: they sleep; see
     :func:`edge_runtime.onnx_session.spin_entries`). ``huge_pages`` (``llm.huge_pages``):
     back the CPU session's weights with 2 MB pages after loading (:func:`heap.collapse_new`).
+    ``step_ops`` (``llm.step_ops``): the library of :mod:`.step_ops`; a decode step of a CPU
+    session runs the model's step-ops variant (when ``models build`` made one).
     """
     engine = OnnxLlmEngine(Path(model_dir), providers=providers, threads=threads,
                            model_name=model_name, context_tokens=context_tokens,
                            engine_cache_dir=engine_cache_dir, reuse_prefix=reuse_prefix,
-                           max_batch=max_batch, spin_us=spin_us, huge_pages=huge_pages)
+                           max_batch=max_batch, spin_us=spin_us, huge_pages=huge_pages,
+                           step_ops=step_ops)
     if max_batch <= 1:
         return engine
     from .batching import BatchingEngine

@@ -134,17 +134,19 @@ provider_list = _provider_list     # the same options for the small models' GPU 
 
 def open_session(model_path: Path, names: Sequence[str], threads: int,
                  cache_dir: Path | None = None,
-                 profiles: dict[str, str] | None = None, spin_us: int = 0) -> OpenedSession:
+                 profiles: dict[str, str] | None = None, spin_us: int = 0,
+                 custom_ops: Path | None = None) -> OpenedSession:
     """Try each provider in order; return the first session whose first provider is the
     requested one. Raise ModelLoadError when the file itself cannot be loaded on CPU.
-    ``spin_us``: the intra-op threads' bounded busy-wait (onnx_session.spin_entries)."""
+    ``spin_us``: the intra-op threads' bounded busy-wait (onnx_session.spin_entries);
+    ``custom_ops``: a custom-op library the graph needs (onnx_session.build_session)."""
     order = available(names) or ["cpu"]
     last_exc: Exception | None = None
     for i, name in enumerate(order):
         try:
             sess = build_session(model_path, threads=threads, stage="llm", what="LLM",
                                  providers=_provider_list(name, cache_dir, profiles),
-                                 spin_us=spin_us)
+                                 spin_us=spin_us, custom_ops=custom_ops)
         except ModelLoadError as exc:
             last_exc = exc
             log.warning("provider %s failed to load %s: %s", name, model_path.name,

@@ -390,6 +390,7 @@ class ModelStore:
             wanted = entry.build_options if precision == "fp32" else options
             if made_by == BUILDER_VERSION and options == wanted:
                 log.info("%s: already built in %s (use --force to rebuild)", name, out)
+                self._step_ops(name, out)
                 return out
             # a newer builder makes a faster or more faithful graph from the same GGUF; a
             # manifest that asks for other options asks for another graph
@@ -404,7 +405,25 @@ class ModelStore:
         # source raises a typed error and leaves the previously built model in place
         build_llm(src, out, accuracy_level=self.cfg.llm.accuracy_level, precision=precision,
                   **entry.build_options)
+        self._step_ops(name, out)
         return out
+
+    def _step_ops(self, name: str, out: Path) -> None:
+        """Compile the decode-step kernels and give the built model their graph
+        (llm.step_ops; :func:`edge_runtime.llm.step_ops.prepare`). Where they cannot be had
+        (no compiler, no header), a warning: the model runs on onnxruntime's kernels."""
+        if not self.cfg.llm.step_ops:
+            return
+        from ..llm.step_ops import StepOpsUnavailable, prepare
+        try:
+            ops = prepare(out, self.cfg.paths.resolved_home())
+        except StepOpsUnavailable as exc:
+            log.warning("%s: decode steps stay on onnxruntime's kernels: %s", name,
+                        exc.one_line())
+            return
+        if ops:
+            log.info("%s: decode steps on edge-runtime's kernels (%s)", name,
+                     ", ".join(f"{n} {op}" for op, n in sorted(ops.items())))
 
 
 def _built_config(model_dir: Path) -> dict:

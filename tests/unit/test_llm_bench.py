@@ -119,7 +119,7 @@ def test_processes_pool_the_runs_of_fresh_worker_sets(monkeypatch):
     monkeypatch.setattr(llm_bench, "_spec", lambda args: {})
     args = argparse.Namespace(processes=3, runs=2, no_llama_cpp=False, llama_policy="both",
                               batching=[], no_fidelity=True, model="m", threads=2, spin_us=0,
-                              model_dir="d")
+                              step_ops=None, model_dir="d")
     out = llm_bench.bench(args)
     assert len(_FakeWorker.started) == 9 and all(w.closed for w in _FakeWorker.started)
     assert out["decode_ratio_by_process"] == [1.0, 1.5, 1.0]

@@ -192,19 +192,25 @@ def _perplexity(logits: np.ndarray, ids: list[int]) -> float:
 
 
 def open_built(model_dir: Path, provider: str, threads: int, max_len: int,
-               batch: int = 1) -> tuple[Any, dict]:
+               batch: int = 1, step_ops: Path | None = None) -> tuple[Any, dict]:
     """(:class:`~edge_runtime.llm.providers.OpenedSession`, model_config) of the built model
     on ``provider``, opened as :class:`~edge_runtime.llm.OnnxLlmEngine` opens it (TensorRT
-    with its cache folder and shape profiles for ``max_len`` tokens and ``batch`` rows).
+    with its cache folder and shape profiles for ``max_len`` tokens and ``batch`` rows; on
+    the CPU with ``step_ops``, the library of :mod:`edge_runtime.llm.step_ops`, the model's
+    step-ops graph when it has one: ``cfg["opened_file"]`` names the graph opened).
     ProviderError when onnxruntime cannot start ``provider``."""
     from ...llm.providers import open_session, provider_hint, trt_profiles
     from ...llm.runner import PREFILL_CHUNK
+    from ...llm.step_ops import variant_of
 
     cfg = json.loads((model_dir / "model_config.json").read_text())
     profiles = trt_profiles(cfg, max_len, batch, PREFILL_CHUNK) if provider == "tensorrt" \
         else None
-    opened = open_session(model_dir / cfg["model_file"], [provider], threads,
-                          model_dir / "trt_cache", profiles)
+    variant = variant_of(model_dir, cfg) if step_ops and provider == "cpu" else None
+    path = variant or model_dir / cfg["model_file"]
+    cfg["opened_file"] = path.name
+    opened = open_session(path, [provider], threads, model_dir / "trt_cache", profiles,
+                          custom_ops=step_ops if variant else None)
     if opened.device != provider:          # this onnxruntime lacks the provider altogether
         raise ProviderError(f"onnxruntime could not start its {provider} provider "
                             f"(got {opened.providers})", hint=provider_hint(provider))
@@ -213,15 +219,18 @@ def open_built(model_dir: Path, provider: str, threads: int, max_len: int,
 
 def onnx_logits(model_dir: Path, ids: list[int], threads: int = 2,
                 provider: str = "cpu", max_len: int = 0,
-                opened: tuple[Any, dict] | None = None) -> np.ndarray:
+                opened: tuple[Any, dict] | None = None,
+                step_ops: Path | None = None) -> np.ndarray:
     """Logits [S, V] of the built ONNX model for ``ids``, teacher-forced: one prefill call
     when the model outputs every position ("logits": "all"), else token by token through
     the engine's KV cache runner (a "last"-only model: the decode path it runs). ``provider``:
     cpu, cuda or tensorrt (ProviderError when onnxruntime cannot start it); ``max_len``:
     the runner's cache, at least ``len(ids)`` (an engine's, to share its TensorRT engine);
-    ``opened``: a session from :func:`open_built` to use instead of opening one."""
+    ``opened``: a session from :func:`open_built` to use instead of opening one;
+    ``step_ops``: as for :func:`open_built`."""
     max_len = max(int(max_len), len(ids))
-    session, cfg = opened or open_built(model_dir, provider, threads, max_len)
+    session, cfg = opened or open_built(model_dir, provider, threads, max_len,
+                                        step_ops=step_ops)
     if cfg.get("logits", "all") == "last":
         # the engine's own decode path: the KV cache bound in place (on the GPU for the
         # fp16 variant under CUDA), one token a call, no cache copied between calls
@@ -290,17 +299,19 @@ def compare_logits(ref: np.ndarray, got: np.ndarray, ids: list[int]) -> dict:
 
 
 def check_fidelity(gguf_path: Path, model_dir: Path, text: str | None = None,
-                   provider: str = "cpu") -> dict:
-    """Compare the ONNX model, run on ``provider``, with the fp32 GGUF reference on
-    ``text`` (teacher forced): :func:`compare_logits`' figures, the provider and
-    ``seconds``."""
+                   provider: str = "cpu", step_ops: Path | None = None) -> dict:
+    """Compare the ONNX model, run on ``provider`` (with ``step_ops``: as the engine runs
+    it, see :func:`open_built`), with the fp32 GGUF reference on ``text`` (teacher forced):
+    :func:`compare_logits`' figures, the provider, the ``graph`` file and ``seconds``."""
     t0 = time.perf_counter()
     model_dir = Path(model_dir)
     model = read_gguf(Path(gguf_path))
     ids = text_ids(model, model_dir, text or DEFAULT_TEXT)
     ref = reference_logits(model, ids)
-    got = onnx_logits(model_dir, ids, provider=provider)
+    opened = open_built(model_dir, provider, 2, len(ids), step_ops=step_ops)
+    got = onnx_logits(model_dir, ids, provider=provider, opened=opened)
     result = {**compare_logits(ref, got, ids), "provider": provider,
+              "graph": opened[1]["opened_file"],
               "seconds": round(time.perf_counter() - t0, 2)}
     log.info("fidelity %s", result)
     return result
