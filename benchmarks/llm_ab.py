@@ -50,8 +50,9 @@ def _open(spec: str, threads: int, max_len: int):
     path = Path(d) / cfg["model_file"]
     if "step_ops" in entries:      # the library of edge_runtime.llm.step_ops: its graph
         from edge_runtime.llm.step_ops import variant_of
-        so.register_custom_ops_library(entries.pop("step_ops"))
-        path = variant_of(Path(d), cfg) or path
+        lib = entries.pop("step_ops")
+        so.register_custom_ops_library(lib)
+        path = variant_of(Path(d), cfg, Path(lib)) or path
     for k, v in entries.items():
         so.add_session_config_entry(k, v)
     sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])

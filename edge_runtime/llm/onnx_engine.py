@@ -125,7 +125,8 @@ class OnnxLlmEngine(SingleSessionLoad):
         logged and the plain graph opened."""
         args = (names, self.threads, self._cache_dir,
                 trt_profiles(self.cfg, self.max_len, self._max_batch, PREFILL_CHUNK))
-        variant = step_ops.variant_of(self.model_dir, self.cfg) if self.step_ops else None
+        variant = step_ops.variant_of(self.model_dir, self.cfg, self.step_ops) \
+            if self.step_ops else None
         if variant is not None and (available(names) or ["cpu"])[0] == "cpu":
             try:
                 opened = self._session_factory(variant, *args, spin_us=self.spin_us,

@@ -42,7 +42,7 @@ def _session(nodes, inputs, outputs, lib: Path | None, threads: int = 2):
                                 so, providers=["CPUExecutionProvider"])
 
 
-def _attention(lib, H, KV, D, M, interleaved, ours: bool):
+def _attention(lib, H, KV, D, M, interleaved, ours: bool, means_block: int = 0):
     B = 2
     ins = [helper.make_tensor_value_info("qkv", T.FLOAT, [B, 1, (H + 2 * KV) * D]),
            helper.make_tensor_value_info("pk", T.FLOAT, [B, KV, M, D]),
@@ -56,7 +56,8 @@ def _attention(lib, H, KV, D, M, interleaved, ours: bool):
              "scale": 1 / np.sqrt(D)}
     if ours:
         node = helper.make_node("DecodeAttention", ["qkv", "pk", "pv", "sl", "cos", "sin", "pos"],
-                                ["o", "k", "v"], domain="edge_runtime", **attrs)
+                                ["o", "k", "v"], domain="edge_runtime", **attrs,
+                                **({"means_block": means_block} if means_block else {}))
         return _session([node], ins, outs, lib)
     ins.insert(4, helper.make_tensor_value_info("tl", T.INT32, []))
     node = helper.make_node("GroupQueryAttention",
@@ -94,6 +95,18 @@ def test_decode_attention_is_group_query_attention(library, H, KV, D, interleave
     for b, n in enumerate(lengths):        # the caches agree on every row up to the new one
         for w, g in zip(want[1:], got[1:], strict=True):
             np.testing.assert_allclose(g[b, :, :n + 1], w[b, :, :n + 1], rtol=1e-6, atol=1e-6)
+
+
+def test_decode_attention_appends_the_block_means_a_folded_projection_reads(library):
+    H, KV, D, M = 9, 3, 64, 128
+    feeds = _feeds(np.random.default_rng(5), H, KV, D, M, (17, 70))
+    want = _attention(library, H, KV, D, M, 1, ours=False).run(
+        None, {**feeds, "tl": np.array(71, np.int32)})[0]
+    got = _attention(library, H, KV, D, M, 1, ours=True, means_block=32).run(None, feeds)[0]
+    assert got.shape == (2, 1, H * D + H * D // 32)
+    np.testing.assert_allclose(got[..., :H * D], want, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(got[..., H * D:], want.reshape(2, 1, -1, 32).mean(-1),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_decode_attention_appends_in_place_when_present_is_past(library):
@@ -174,9 +187,67 @@ def test_smollm2_step_ops_graph_matches_the_reference(  # noqa: F811  (fixtures)
     if not json.loads((d / "model_config.json").read_text()).get("fold_steps"):
         pytest.skip("the built model has no one-row branch (fold_steps)")
     ops = prepare(d, load_config().paths.resolved_home())
-    assert ops["DecodeAttention"] == ops["GatedMeans"] == 30
+    assert ops["DecodeAttention"] == ops["GatedMeans"] == 30 and ops["SkipNormMeans"] == 59
     ours = check_fidelity(llm_gguf, d, step_ops=library)
     plain = check_fidelity(llm_gguf, d)
     assert ours["graph"] == "model.step_ops.onnx" and plain["graph"] == "model.onnx"
     assert ours["top1_agreement"] >= 0.97
     assert abs(ours["top1_agreement"] - plain["top1_agreement"]) <= 0.02
+
+
+def _norm(library):
+    node = helper.make_node("SkipNormMeans", ["x", "skip", "gamma"], ["y", "sum"],
+                            domain="edge_runtime", epsilon=1e-5, block=32)
+    return _session([node], [helper.make_tensor_value_info(n, T.FLOAT, None)
+                             for n in ("x", "skip", "gamma")],
+                    [helper.make_tensor_value_info(n, T.FLOAT, None) for n in ("y", "sum")],
+                    library)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 576), (2, 3, 64)])
+def test_skip_norm_means_is_the_skip_rms_norm_with_block_means(library, shape):
+    rng = np.random.default_rng(6)
+    x, skip = (rng.standard_normal(shape).astype(np.float32) * 3 for _ in range(2))
+    gamma = rng.standard_normal(shape[-1]).astype(np.float32)
+    total = x.astype(np.float64) + skip
+    y = total / np.sqrt((total ** 2).mean(-1, keepdims=True) + 1e-5) * gamma
+    got_y, got_sum = _norm(library).run(None, {"x": x, "skip": skip, "gamma": gamma})
+    np.testing.assert_allclose(got_sum, total, rtol=1e-6, atol=1e-6)
+    means = y.reshape(*shape[:-1], -1, 32).mean(-1)
+    np.testing.assert_allclose(got_y, np.concatenate([y, means], -1), rtol=1e-5, atol=1e-5)
+
+
+def test_skip_norm_means_bad_shape_is_an_error_naming_it(library):
+    x = np.zeros((1, 1, 64), np.float32)
+    with pytest.raises(Exception, match="whole blocks"):
+        _norm(library).run(None, {"x": x, "skip": x, "gamma": np.ones(32, np.float32)})
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+def test_a_tiny_models_step_ops_graph_decodes_as_the_plain_one(library, tmp_path, arch):
+    """Every op the pass puts into a model (attention, norms, gate for the llama; the norms
+    for Gemma 3) computes what the nodes it replaced computed: a prompt's greedy steps give
+    the plain graph's logits (the int8 activations of the 4-bit kernels round a value a
+    1e-7 apart to the next step now and then, hence the tolerance)."""
+    from edge_runtime.llm.runner import KvRunner
+    from edge_runtime.llm.step_ops import prepare
+    from edge_runtime.models.gguf2onnx.reference import open_built
+    from tests.gguf_fixtures import build_variants
+
+    d = build_variants(tmp_path, {"steps": {"int8_ffn": True, "fold_offsets": True,
+                                            "fold_steps": True}},
+                       archs=((arch, "Q4_1" if arch == "llama" else "Q4_K"),))[arch, "steps"]
+    assert prepare(d, load_config().paths.resolved_home())
+    runs = []
+    for ops in (None, library):
+        opened, cfg = open_built(d, "cpu", 1, 64, step_ops=ops)
+        assert cfg["opened_file"] == ("model.step_ops.onnx" if ops else "model.onnx")
+        runner = KvRunner(opened, cfg, 64)
+        out = [runner.feed(list(range(5, 17))).copy()]
+        for _ in range(24):
+            out.append(runner.feed([int(out[-1].argmax())]).copy())
+        runs.append(np.stack(out))
+    plain, ours = runs
+    assert np.array_equal(plain[0], ours[0])              # the prefill: the plain branch
+    assert (plain.argmax(-1) == ours.argmax(-1)).mean() >= 0.95
+    np.testing.assert_allclose(ours, plain, atol=0.05 * np.abs(plain).max())

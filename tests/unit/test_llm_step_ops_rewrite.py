@@ -52,25 +52,37 @@ def test_llama_step_branches_get_both_ops_and_the_prefill_branches_none(builds):
     before = [(_ops(b["then_branch"]), _ops(b["else_branch"])) for b in _branches(model)]
     counts = rewrite(model, head_dim=json.loads(
         (builds["llama", "steps"] / "model_config.json").read_text())["head_dim"])
-    assert counts == {"DecodeAttention": LAYERS, "GatedMeans": LAYERS}
+    # the first block's first norm has no residual to add (SimplifiedLayerNormalization)
+    assert counts == {"DecodeAttention": LAYERS, "GatedMeans": LAYERS,
+                      "SkipNormMeans": 2 * LAYERS - 1}
     for (then0, else0), b in zip(before, _branches(model), strict=True):
         then1 = _ops(b["then_branch"])
-        assert then1["GroupQueryAttention"] == 0 and then1["Sigmoid"] == 0
+        assert then1["GroupQueryAttention"] == then1["Sigmoid"] == 0
+        assert then1["SkipSimplifiedLayerNormalization"] == 0
         assert then1["DecodeAttention"] == then0["GroupQueryAttention"]
-        # Split, Sigmoid, two Mul, one AveragePool + Concat pair go per layer; one node comes
-        assert sum(then0.values()) - sum(then1.values()) == 5 * then1["GatedMeans"]
+        # one AveragePool + Concat pair goes with each op; Split, Sigmoid, two Mul with the
+        # gate; what is left of the pairs is the first norm's
+        assert then1["AveragePool"] == then1["Concat"] == then1["SimplifiedLayerNormalization"]
+        assert sum(then0.values()) - sum(then1.values()) == (
+            2 * (then1["DecodeAttention"] + then1["SkipNormMeans"]) + 5 * then1["GatedMeans"])
         assert _ops(b["else_branch"]) == else0          # prefill chunks: untouched
     assert any(o.domain == "edge_runtime" for o in model.opset_import)
 
 
 def test_gemma_keeps_onnxruntimes_attention_and_geglu(builds):
     """Gemma 3 norms Q and K per head before the attention, so Q, K and V reach it apart
-    (the op takes them packed), and its GeGLU FFN is no SiLU gate: nothing to rewrite."""
+    (the op takes them packed), and its GeGLU FFN is no SiLU gate: both stay onnxruntime's.
+    Its norms that feed a folded projection become SkipNormMeans like anyone's."""
     model = _load(builds["gemma3", "steps"])
     before = [_ops(b["then_branch"]) for b in _branches(model)]
-    assert rewrite(model, head_dim=16) == Counter()
-    assert [_ops(b["then_branch"]) for b in _branches(model)] == before
-    assert not any(o.domain == "edge_runtime" for o in model.opset_import)
+    counts = rewrite(model, head_dim=16)
+    assert set(counts) == {"SkipNormMeans"}
+    after = [_ops(b["then_branch"]) for b in _branches(model)]
+    for b0, b1 in zip(before, after, strict=True):
+        assert b1["GroupQueryAttention"] == b0["GroupQueryAttention"]
+        assert b1["Split"] == b0["Split"] and b1["Mul"] == b0["Mul"]
+        assert b0["SkipSimplifiedLayerNormalization"] - b1["SkipSimplifiedLayerNormalization"] \
+            == b1["SkipNormMeans"]
 
 
 def test_a_model_without_one_row_branches_gets_no_variant(builds, tmp_path):
@@ -193,7 +205,7 @@ def _with_fake_variant(builds, tmp_path):
     shutil.copytree(builds["llama", "steps"], d)
     (d / "model.step_ops.onnx").write_bytes((d / "model.onnx").read_bytes())
     cfg = json.loads((d / "model_config.json").read_text())
-    cfg["step_ops"] = {"model_file": "model.step_ops.onnx", "ops": {}}
+    cfg["step_ops"] = {"model_file": "model.step_ops.onnx", "library": "libops.so", "ops": {}}
     (d / "model_config.json").write_text(json.dumps(cfg))
     return d
 
@@ -227,6 +239,11 @@ def test_the_engine_opens_the_variant_only_with_the_library(builds, tmp_path):
         assert f.calls == [want]
     assert variant_of(builds["llama", "steps"], json.loads(
         (builds["llama", "steps"] / "model_config.json").read_text())) is None
+    # a graph made for another build of the ops is not opened with this one
+    f = _recording_factory(fail_variant=False)
+    OnnxLlmEngine(d, providers=("cpu",), threads=1, context_tokens=32,
+                  step_ops=tmp_path / "libops-newer.so", session_factory=f)
+    assert f.calls == [("model.onnx", None)]
 
 
 def test_a_variant_that_does_not_load_falls_back_to_the_plain_graph(builds, tmp_path, caplog):

@@ -32,10 +32,14 @@ def _config(model_dir: Path) -> dict:
     return json.loads((Path(model_dir) / "model_config.json").read_text())
 
 
-def variant_of(model_dir: Path, cfg: dict) -> Path | None:
-    """The step-ops graph a built model records and holds, or None."""
+def variant_of(model_dir: Path, cfg: dict, library: Path | None = None) -> Path | None:
+    """The step-ops graph a built model records and holds, or None; with ``library``, only
+    one made for that build of the ops (a graph made for an older source may use an op as
+    that source defined it: ``models build`` makes it again)."""
     rec = cfg.get("step_ops")
     if not isinstance(rec, dict) or not rec.get("model_file"):
+        return None
+    if library is not None and rec.get("library") != Path(library).name:
         return None
     path = Path(model_dir) / str(rec["model_file"])
     return path if path.is_file() else None
@@ -54,7 +58,7 @@ def prepare(model_dir: Path, home: Path, *, fetch: bool = True) -> Counter:
         return Counter()
     lib = build_library(home, fetch=fetch)
     plain = model_dir / cfg["model_file"]
-    done = variant_of(model_dir, cfg)
+    done = variant_of(model_dir, cfg, lib)
     if done is not None and done.stat().st_mtime >= plain.stat().st_mtime:
         return Counter(cfg["step_ops"].get("ops", {}))
     cfg.pop("step_ops", None)
@@ -73,7 +77,7 @@ def prepare(model_dir: Path, home: Path, *, fetch: bool = True) -> Counter:
             f"the step-ops graph picked the plain graph's token in {agree:.0%} of "
             f"{CHECK_STEPS} greedy steps (need {CHECK_AGREE:.0%})",
             hint="set llm.step_ops = false and report it")
-    cfg["step_ops"] = {"model_file": VARIANT_FILE, "ops": dict(counts),
+    cfg["step_ops"] = {"model_file": VARIANT_FILE, "library": lib.name, "ops": dict(counts),
                        "check_top1": round(agree, 4)}
     tmp = model_dir / "model_config.json.tmp"
     tmp.write_text(json.dumps(cfg, indent=2))

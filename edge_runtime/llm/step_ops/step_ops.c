@@ -2,27 +2,32 @@
  *
  * A decode step of a model built with `fold_steps` runs the one-row branch of its graph.
  * onnxruntime spends there, around the 4-bit weight kernels, a GroupQueryAttention of ~12 us a
- * call plus ~0.15 us per cached token, and five small nodes per layer for the FFN's activation
- * and the block means the folded down projection reads. Two ops take their place:
+ * call plus ~0.15 us per cached token, and a few us for each small node: a folded projection
+ * reads its input with the input's block means appended (AveragePool + Concat), and the FFN's
+ * SiLU gate is four nodes. Three ops take their place (rewrite.py matches them):
  *
  *   DecodeAttention(qkv [B,1,(H+2KV)D], past_key, past_value [B,KV,M,D], seqlens_k int32 [B],
  *                   cos_cache, sin_cache [P,D/2], position_ids int64 [B,1])
- *       -> (attention [B,1,HD], present_key, present_value)
+ *       -> (attention [B,1,HD (+ HD/means_block)], present_key, present_value)
  *     GroupQueryAttention's contract for one new token per sequence with rotary embedding
  *     (interleaved or not), no window, no softcap: the new K/V are written at seqlens_k[b] of
  *     the cache (in place when present is bound to past's buffer, as the engine binds it) and
  *     the token attends to cache rows 0..seqlens_k[b]. The rows are cut into chunks of 64,
  *     one task per (KV head, chunk) on onnxruntime's intra-op pool, each keeping its own
  *     softmax maximum; the chunks are then merged (the split-softmax of flash decoding).
+ *     With means_block > 0 the output's block means are appended.
+ *
+ *   SkipNormMeans(x, skip [..., N], gamma [N]) -> (y [..., N + N/block], x + skip)
+ *     SkipSimplifiedLayerNormalization (RMS norm of x + skip) with y's block means appended.
  *
  *   GatedMeans(x [..., 2F]) -> [..., F + F/block]
- *     y = silu(x[..., :F]) * x[..., F:] followed by y's means over blocks of `block`: the
- *     Split, Sigmoid, Mul, Mul, AveragePool and Concat before a folded down projection.
+ *     y = silu(x[..., :F]) * x[..., F:] with y's block means appended: the Split, Sigmoid, Mul,
+ *     Mul, AveragePool and Concat before a folded down projection.
  *
- * Built on the device by `edge-runtime models build` (edge_runtime/llm/step_ops/compile.py)
- * against onnxruntime's C API header; tested against GroupQueryAttention and numpy in
- * tests/integration/test_step_ops.py. Vectors are GCC vector extensions (8 floats; the compiler
- * splits them for NEON on the Jetson's Arm cores).
+ * Built on the device by `edge-runtime models build` (compile.py) against onnxruntime's C API
+ * header; tested against GroupQueryAttention and numpy in tests/integration/test_step_ops.py.
+ * Vectors are GCC vector extensions (8 floats; the compiler splits them for NEON on the
+ * Jetson's Arm cores).
  */
 #include <math.h>
 #include <pthread.h>
@@ -55,6 +60,16 @@ INLINE float hsum(vec v) {
   float s = 0.f;
   for (int l = 0; l < LANES; l++) s += v[l];
   return s;
+}
+
+/* means[i] = the mean of x[i * block .. (i + 1) * block), for n / block blocks */
+static void block_means(float *means, const float *x, int64_t n, int64_t block) {
+  float inv = 1.f / (float)block;
+  for (int64_t b = 0; b < n / block; b++) {
+    vec acc = {0};
+    for (int64_t i = b * block; i < (b + 1) * block; i += LANES) acc += load(x + i);
+    means[b] = hsum(acc) * inv;
+  }
 }
 
 INLINE vec blend(ivec mask, vec a, vec b) {   /* mask ? a : b, lane by lane */
@@ -110,7 +125,7 @@ static OrtStatus *input(OrtKernelContext *ctx, size_t i, const void **data, int6
 /* -- DecodeAttention ---------------------------------------------------------------------- */
 
 typedef struct {
-  int64_t heads, kv_heads, interleaved;
+  int64_t heads, kv_heads, interleaved, means_block;
   float scale;
 } Attention;
 
@@ -226,6 +241,14 @@ static OrtStatus *attention_create(const OrtCustomOp *op, const OrtApi *api,
     free(k);
     return st;
   }
+  if ((st = ort->KernelInfoGetAttribute_int64(info, "means_block", &k->means_block))) {
+    ort->ReleaseStatus(st);   /* optional: no means appended */
+    k->means_block = 0;
+  }
+  if (k->means_block < 0 || k->means_block % LANES) {
+    free(k);
+    FAIL("DecodeAttention", "means_block must be 0 or a positive multiple of 8");
+  }
   if (k->heads <= 0 || k->kv_heads <= 0 || k->heads % k->kv_heads || k->heads / k->kv_heads > MAX_G) {
     free(k);
     FAIL("DecodeAttention", "num_heads must be a multiple of kv_num_heads, at most 16 per KV head");
@@ -264,7 +287,9 @@ static OrtStatus *attention_compute(void *kernel, OrtKernelContext *ctx) {
     if (seqlens[b] < 0 || seqlens[b] >= M) FAIL("DecodeAttention", "seqlens_k points outside the KV cache");
     if (pos[b] < 0 || pos[b] >= dc[0]) FAIL("DecodeAttention", "position outside the cos/sin cache");
   }
-  int64_t out_dims[3] = {B, 1, H * D};
+  int64_t blk = k->means_block, row = H * D + (blk ? H * D / blk : 0);
+  if (blk && (H * D) % blk) FAIL("DecodeAttention", "num_heads x head_dim must be whole blocks of means_block");
+  int64_t out_dims[3] = {B, 1, row};
   OrtValue *o0, *o1, *o2;
   float *out, *ck, *cv;
   CHECK(ort->KernelContext_GetOutput(ctx, 0, out_dims, 3, &o0));
@@ -297,7 +322,9 @@ static OrtStatus *attention_compute(void *kernel, OrtKernelContext *ctx) {
     } else {
       st = ort->KernelContext_ParallelFor(ctx, attend_task, tasks, 0, &call);
     }
-    if (!st) merge_chunks(&call, out + b * H * D);
+    if (st) break;
+    merge_chunks(&call, out + b * row);
+    if (blk) block_means(out + b * row + H * D, out + b * row, H * D, blk);
   }
   free(q);
   return st;
@@ -358,12 +385,78 @@ static OrtStatus *gated_compute(void *kernel, OrtKernelContext *ctx) {
   return NULL;
 }
 
+/* -- SkipNormMeans ------------------------------------------------------------------------ */
+
+typedef struct {
+  float eps;
+  int64_t block;
+} Norm;
+
+static OrtStatus *norm_create(const OrtCustomOp *op, const OrtApi *api, const OrtKernelInfo *info,
+                              void **out) {
+  (void)op; (void)api;
+  Norm *k = calloc(1, sizeof *k);
+  if (!k) return ort->CreateStatus(ORT_FAIL, "SkipNormMeans: out of memory");
+  OrtStatus *st = ort->KernelInfoGetAttribute_float(info, "epsilon", &k->eps);
+  if (!st) st = ort->KernelInfoGetAttribute_int64(info, "block", &k->block);
+  if (!st && (k->block <= 0 || k->block % LANES)) {
+    st = ort->CreateStatus(ORT_INVALID_ARGUMENT, "SkipNormMeans: block must be a positive multiple of 8");
+  }
+  if (st) {
+    free(k);
+    return st;
+  }
+  *out = k;
+  return NULL;
+}
+
+/* s = x + skip; y = s / sqrt(mean(s^2) + eps) * gamma, then y's block means appended;
+ * outputs (y with its means, s): SkipSimplifiedLayerNormalization, AveragePool and Concat */
+static OrtStatus *norm_compute(void *kernel, OrtKernelContext *ctx) {
+  const Norm *k = kernel;
+  const float *x, *skip, *gamma;
+  int64_t dx[4], ds[4], dg[4];
+  size_t nx, ns, ng;
+  CHECK(input(ctx, 0, (const void **)&x, dx, &nx));
+  CHECK(input(ctx, 1, (const void **)&skip, ds, &ns));
+  CHECK(input(ctx, 2, (const void **)&gamma, dg, &ng));
+  int64_t N = nx ? dx[nx - 1] : 0, blk = k->block, rows = 1;
+  if (nx < 1 || ns != nx || memcmp(dx, ds, nx * sizeof *dx) || ng != 1 || dg[0] != N ||
+      N <= 0 || N % blk)
+    FAIL("SkipNormMeans", "input and skip must share a shape whose last dimension, gamma's, is whole blocks");
+  for (size_t i = 0; i + 1 < nx; i++) rows *= dx[i];
+  int64_t dy[4];
+  memcpy(dy, dx, sizeof dy);
+  dy[nx - 1] = N + N / blk;
+  OrtValue *o0, *o1;
+  float *y, *sum;
+  CHECK(ort->KernelContext_GetOutput(ctx, 0, dy, nx, &o0));
+  CHECK(ort->KernelContext_GetOutput(ctx, 1, dx, nx, &o1));
+  CHECK(ort->GetTensorMutableData(o0, (void **)&y));
+  CHECK(ort->GetTensorMutableData(o1, (void **)&sum));
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * N, *sr = skip + r * N;
+    float *s = sum + r * N, *yr = y + r * (N + N / blk);
+    vec acc = {0};
+    for (int64_t i = 0; i < N; i += LANES) {
+      vec v = load(xr + i) + load(sr + i);
+      store(s + i, v);
+      acc += v * v;
+    }
+    float scale = 1.f / sqrtf(hsum(acc) / (float)N + k->eps);
+    for (int64_t i = 0; i < N; i += LANES) store(yr + i, load(s + i) * scale * load(gamma + i));
+    block_means(yr + N, yr, N, blk);
+  }
+  return NULL;
+}
+
 /* -- registration ------------------------------------------------------------------------- */
 
 static void kernel_free(void *kernel) { free(kernel); }
 static const char *cpu(const OrtCustomOp *op) { (void)op; return "CPUExecutionProvider"; }
 static const char *attention_name(const OrtCustomOp *op) { (void)op; return "DecodeAttention"; }
 static const char *gated_name(const OrtCustomOp *op) { (void)op; return "GatedMeans"; }
+static const char *norm_name(const OrtCustomOp *op) { (void)op; return "SkipNormMeans"; }
 static ONNXTensorElementDataType attention_input(const OrtCustomOp *op, size_t i) {
   (void)op;
   return i == 3 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32
@@ -375,6 +468,7 @@ static ONNXTensorElementDataType float32(const OrtCustomOp *op, size_t i) {
 }
 static size_t seven(const OrtCustomOp *op) { (void)op; return 7; }
 static size_t three(const OrtCustomOp *op) { (void)op; return 3; }
+static size_t two(const OrtCustomOp *op) { (void)op; return 2; }
 static size_t single(const OrtCustomOp *op) { (void)op; return 1; }
 static OrtCustomOpInputOutputCharacteristic required(const OrtCustomOp *op, size_t i) {
   (void)op; (void)i;
@@ -384,7 +478,7 @@ static OrtMemType host(const OrtCustomOp *op, size_t i) { (void)op; (void)i; ret
 static int one(const OrtCustomOp *op) { (void)op; return 1; }
 static int zero(const OrtCustomOp *op) { (void)op; return 0; }
 
-static OrtCustomOp attention_op, gated_op;
+static OrtCustomOp attention_op, gated_op, norm_op;
 
 static void describe(OrtCustomOp *op) {
   memset(op, 0, sizeof *op);
@@ -416,6 +510,13 @@ static void describe_ops(void) {
   gated_op.GetOutputTypeCount = single;
   gated_op.CreateKernelV2 = gated_create;
   gated_op.KernelComputeV2 = gated_compute;
+  describe(&norm_op);
+  norm_op.GetName = norm_name;
+  norm_op.GetInputType = float32;
+  norm_op.GetInputTypeCount = three;
+  norm_op.GetOutputTypeCount = two;
+  norm_op.CreateKernelV2 = norm_create;
+  norm_op.KernelComputeV2 = norm_compute;
 }
 
 /* The entry point of SessionOptions.register_custom_ops_library. An onnxruntime older than
@@ -431,5 +532,6 @@ OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase *base)
   CHECK(ort->CreateCustomOpDomain("edge_runtime", &domain));
   CHECK(ort->CustomOpDomain_Add(domain, &attention_op));
   CHECK(ort->CustomOpDomain_Add(domain, &gated_op));
+  CHECK(ort->CustomOpDomain_Add(domain, &norm_op));
   return ort->AddCustomOpDomain(options, domain);
 }

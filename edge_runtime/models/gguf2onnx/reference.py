@@ -206,7 +206,7 @@ def open_built(model_dir: Path, provider: str, threads: int, max_len: int,
     cfg = json.loads((model_dir / "model_config.json").read_text())
     profiles = trt_profiles(cfg, max_len, batch, PREFILL_CHUNK) if provider == "tensorrt" \
         else None
-    variant = variant_of(model_dir, cfg) if step_ops and provider == "cpu" else None
+    variant = variant_of(model_dir, cfg, step_ops) if step_ops and provider == "cpu" else None
     path = variant or model_dir / cfg["model_file"]
     cfg["opened_file"] = path.name
     opened = open_session(path, [provider], threads, model_dir / "trt_cache", profiles,
