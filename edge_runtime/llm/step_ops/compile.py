@@ -24,7 +24,7 @@ from .headers import API_VERSION, StepOpsUnavailable, find_headers
 log = logging.getLogger(__name__)
 
 SOURCE = "step_ops.c"
-FLAGS = ("-O3", "-march=native", "-ffast-math", "-fPIC", "-shared", "-Wall")
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-Wall")   # IEEE floats: no fast-math
 
 
 def source_text() -> bytes:

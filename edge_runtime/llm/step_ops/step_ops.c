@@ -62,13 +62,13 @@ INLINE float hsum(vec v) {
   return s;
 }
 
-/* means[i] = the mean of x[i * block .. (i + 1) * block), for n / block blocks */
+/* means[i] = the mean of x[i * block .. (i + 1) * block), for n / block blocks, summed in
+ * order as AveragePool sums them (the same float result) */
 static void block_means(float *means, const float *x, int64_t n, int64_t block) {
-  float inv = 1.f / (float)block;
   for (int64_t b = 0; b < n / block; b++) {
-    vec acc = {0};
-    for (int64_t i = b * block; i < (b + 1) * block; i += LANES) acc += load(x + i);
-    means[b] = hsum(acc) * inv;
+    float acc = 0.f;
+    for (int64_t i = b * block; i < (b + 1) * block; i++) acc += x[i];
+    means[b] = acc / (float)block;
   }
 }
 
@@ -368,19 +368,11 @@ static OrtStatus *gated_compute(void *kernel, OrtKernelContext *ctx) {
   float *y;
   CHECK(ort->KernelContext_GetOutput(ctx, 0, dims, nd, &o));
   CHECK(ort->GetTensorMutableData(o, (void **)&y));
-  float inv = 1.f / (float)blk;
   for (int64_t r = 0; r < rows; r++) {
     const float *gate = x + r * 2 * F, *up = gate + F;
-    float *yr = y + r * (F + F / blk), *means = yr + F;
-    for (int64_t b = 0; b < F / blk; b++) {
-      vec acc = {0};
-      for (int64_t i = b * blk; i < (b + 1) * blk; i += LANES) {
-        vec v = silu(load(gate + i)) * load(up + i);
-        store(yr + i, v);
-        acc += v;
-      }
-      means[b] = hsum(acc) * inv;
-    }
+    float *yr = y + r * (F + F / blk);
+    for (int64_t i = 0; i < F; i += LANES) store(yr + i, silu(load(gate + i)) * load(up + i));
+    block_means(yr + F, yr, F, blk);
   }
   return NULL;
 }
@@ -435,16 +427,16 @@ static OrtStatus *norm_compute(void *kernel, OrtKernelContext *ctx) {
   CHECK(ort->GetTensorMutableData(o0, (void **)&y));
   CHECK(ort->GetTensorMutableData(o1, (void **)&sum));
   for (int64_t r = 0; r < rows; r++) {
+    /* in order, as onnxruntime's SkipSimplifiedLayerNormalization computes it: a value
+     * rounded apart here moves the int8 activations of the next 4-bit kernel */
     const float *xr = x + r * N, *sr = skip + r * N;
-    float *s = sum + r * N, *yr = y + r * (N + N / blk);
-    vec acc = {0};
-    for (int64_t i = 0; i < N; i += LANES) {
-      vec v = load(xr + i) + load(sr + i);
-      store(s + i, v);
-      acc += v * v;
+    float *s = sum + r * N, *yr = y + r * (N + N / blk), square = 0.f;
+    for (int64_t i = 0; i < N; i++) {
+      s[i] = xr[i] + sr[i];
+      square += s[i] * s[i];
     }
-    float scale = 1.f / sqrtf(hsum(acc) / (float)N + k->eps);
-    for (int64_t i = 0; i < N; i += LANES) store(yr + i, load(s + i) * scale * load(gamma + i));
+    float rms = sqrtf(square / (float)N + k->eps);
+    for (int64_t i = 0; i < N; i++) yr[i] = s[i] / rms * gamma[i];
     block_means(yr + N, yr, N, blk);
   }
   return NULL;
