@@ -71,8 +71,8 @@ def step_ops_library(cfg: Config) -> Path | None:
     from .llm.step_ops import find_library, library_path
     lib = find_library(cfg.paths.resolved_home())
     if lib is None:
-        log.info("decode-step kernels not built (%s); decode steps use onnxruntime's "
-                 "attention: run `edge-runtime models build`",
+        log.info("decode-step kernels not built (%s); decode steps run on onnxruntime's "
+                 "kernels: run `edge-runtime models build`",
                  library_path(cfg.paths.resolved_home()).name)
     return lib
 

@@ -217,6 +217,25 @@ def test_skip_norm_means_is_the_skip_rms_norm_with_block_means(library, shape):
     np.testing.assert_allclose(got_y, np.concatenate([y, means], -1), rtol=1e-5, atol=1e-5)
 
 
+def test_skip_norm_means_rounds_as_onnxruntimes_skip_norm(library):
+    """Bit for bit: a norm rounded apart moves the int8 activations of the 4-bit kernel it
+    feeds, and with them the next token now and then."""
+    node = helper.make_node("SkipSimplifiedLayerNormalization", ["x", "skip", "gamma"],
+                            ["y", "", "", "sum"], domain="com.microsoft", epsilon=1e-5)
+    ref = _session([node], [helper.make_tensor_value_info(n, T.FLOAT, None)
+                            for n in ("x", "skip", "gamma")],
+                   [helper.make_tensor_value_info(n, T.FLOAT, None) for n in ("y", "sum")],
+                   None)
+    rng = np.random.default_rng(7)
+    for scale in (0.1, 3.0, 40.0):
+        feeds = {"x": (rng.standard_normal((1, 1, 576)) * scale).astype(np.float32),
+                 "skip": rng.standard_normal((1, 1, 576)).astype(np.float32),
+                 "gamma": rng.uniform(0, 2, 576).astype(np.float32)}
+        want_y, want_sum = ref.run(None, feeds)
+        got_y, got_sum = _norm(library).run(None, feeds)
+        assert np.array_equal(got_y[..., :576], want_y) and np.array_equal(got_sum, want_sum)
+
+
 def test_skip_norm_means_bad_shape_is_an_error_naming_it(library):
     x = np.zeros((1, 1, 64), np.float32)
     with pytest.raises(Exception, match="whole blocks"):
