@@ -332,19 +332,27 @@ static OrtStatus *attention_compute(void *kernel, OrtKernelContext *ctx) {
 
 /* -- GatedMeans --------------------------------------------------------------------------- */
 
-typedef struct {
-  int64_t block;
-} Gated;
+/* the "block" attribute of the ops that append block means: a positive multiple of 8 */
+static OrtStatus *block_attribute(const OrtKernelInfo *info, int64_t *block) {
+  CHECK(ort->KernelInfoGetAttribute_int64(info, "block", block));
+  if (*block <= 0 || *block % LANES)
+    FAIL("edge_runtime", "the block attribute must be a positive multiple of 8");
+  return NULL;
+}
 
-static OrtStatus *gated_create(const OrtCustomOp *op, const OrtApi *api, const OrtKernelInfo *info,
-                               void **out) {
+typedef struct {   /* the kernels that append block means: GatedMeans, SkipNormMeans */
+  float eps;       /* SkipNormMeans' epsilon */
+  int64_t block;
+} Blocks;
+
+static OrtStatus *blocks_create(const OrtCustomOp *op, const OrtApi *api,
+                                const OrtKernelInfo *info, void **out) {
   (void)op; (void)api;
-  Gated *k = calloc(1, sizeof *k);
-  if (!k) return ort->CreateStatus(ORT_FAIL, "GatedMeans: out of memory");
-  OrtStatus *st = ort->KernelInfoGetAttribute_int64(info, "block", &k->block);
-  if (!st && (k->block <= 0 || k->block % LANES)) {
-    st = ort->CreateStatus(ORT_INVALID_ARGUMENT, "GatedMeans: block must be a positive multiple of 8");
-  }
+  Blocks *k = calloc(1, sizeof *k);
+  if (!k) return ort->CreateStatus(ORT_FAIL, "edge_runtime: out of memory");
+  OrtStatus *st = ort->KernelInfoGetAttribute_float(info, "epsilon", &k->eps);
+  if (st) ort->ReleaseStatus(st);   /* GatedMeans has none */
+  st = block_attribute(info, &k->block);
   if (st) {
     free(k);
     return st;
@@ -354,7 +362,7 @@ static OrtStatus *gated_create(const OrtCustomOp *op, const OrtApi *api, const O
 }
 
 static OrtStatus *gated_compute(void *kernel, OrtKernelContext *ctx) {
-  const Gated *k = kernel;
+  const Blocks *k = kernel;
   const float *x;
   int64_t dims[4];
   size_t nd;
@@ -379,33 +387,10 @@ static OrtStatus *gated_compute(void *kernel, OrtKernelContext *ctx) {
 
 /* -- SkipNormMeans ------------------------------------------------------------------------ */
 
-typedef struct {
-  float eps;
-  int64_t block;
-} Norm;
-
-static OrtStatus *norm_create(const OrtCustomOp *op, const OrtApi *api, const OrtKernelInfo *info,
-                              void **out) {
-  (void)op; (void)api;
-  Norm *k = calloc(1, sizeof *k);
-  if (!k) return ort->CreateStatus(ORT_FAIL, "SkipNormMeans: out of memory");
-  OrtStatus *st = ort->KernelInfoGetAttribute_float(info, "epsilon", &k->eps);
-  if (!st) st = ort->KernelInfoGetAttribute_int64(info, "block", &k->block);
-  if (!st && (k->block <= 0 || k->block % LANES)) {
-    st = ort->CreateStatus(ORT_INVALID_ARGUMENT, "SkipNormMeans: block must be a positive multiple of 8");
-  }
-  if (st) {
-    free(k);
-    return st;
-  }
-  *out = k;
-  return NULL;
-}
-
 /* s = x + skip; y = s / sqrt(mean(s^2) + eps) * gamma, then y's block means appended;
  * outputs (y with its means, s): SkipSimplifiedLayerNormalization, AveragePool and Concat */
 static OrtStatus *norm_compute(void *kernel, OrtKernelContext *ctx) {
-  const Norm *k = kernel;
+  const Blocks *k = kernel;
   const float *x, *skip, *gamma;
   int64_t dx[4], ds[4], dg[4];
   size_t nx, ns, ng;
@@ -472,11 +457,22 @@ static int zero(const OrtCustomOp *op) { (void)op; return 0; }
 
 static OrtCustomOp attention_op, gated_op, norm_op;
 
-static void describe(OrtCustomOp *op) {
+typedef const char *(*NameFn)(const OrtCustomOp *);
+typedef ONNXTensorElementDataType (*TypeFn)(const OrtCustomOp *, size_t);
+typedef size_t (*CountFn)(const OrtCustomOp *);
+typedef OrtStatus *(*CreateFn)(const OrtCustomOp *, const OrtApi *, const OrtKernelInfo *, void **);
+typedef OrtStatus *(*ComputeFn)(void *, OrtKernelContext *);
+
+static void describe(OrtCustomOp *op, NameFn name, TypeFn input_type, CountFn inputs,
+                     CountFn outputs, CreateFn create, ComputeFn compute) {
   memset(op, 0, sizeof *op);
   op->version = ORT_API_VERSION;
+  op->GetName = name;
   op->GetExecutionProviderType = cpu;
+  op->GetInputType = input_type;
+  op->GetInputTypeCount = inputs;
   op->GetOutputType = float32;
+  op->GetOutputTypeCount = outputs;
   op->KernelDestroy = kernel_free;
   op->GetInputCharacteristic = required;
   op->GetOutputCharacteristic = required;
@@ -485,30 +481,15 @@ static void describe(OrtCustomOp *op) {
   op->GetVariadicInputHomogeneity = zero;
   op->GetVariadicOutputMinArity = one;
   op->GetVariadicOutputHomogeneity = zero;
+  op->CreateKernelV2 = create;
+  op->KernelComputeV2 = compute;
 }
 
 static void describe_ops(void) {
-  describe(&attention_op);
-  attention_op.GetName = attention_name;
-  attention_op.GetInputType = attention_input;
-  attention_op.GetInputTypeCount = seven;
-  attention_op.GetOutputTypeCount = three;
-  attention_op.CreateKernelV2 = attention_create;
-  attention_op.KernelComputeV2 = attention_compute;
-  describe(&gated_op);
-  gated_op.GetName = gated_name;
-  gated_op.GetInputType = float32;
-  gated_op.GetInputTypeCount = single;
-  gated_op.GetOutputTypeCount = single;
-  gated_op.CreateKernelV2 = gated_create;
-  gated_op.KernelComputeV2 = gated_compute;
-  describe(&norm_op);
-  norm_op.GetName = norm_name;
-  norm_op.GetInputType = float32;
-  norm_op.GetInputTypeCount = three;
-  norm_op.GetOutputTypeCount = two;
-  norm_op.CreateKernelV2 = norm_create;
-  norm_op.KernelComputeV2 = norm_compute;
+  describe(&attention_op, attention_name, attention_input, seven, three, attention_create,
+           attention_compute);
+  describe(&gated_op, gated_name, float32, single, single, blocks_create, gated_compute);
+  describe(&norm_op, norm_name, float32, three, two, blocks_create, norm_compute);
 }
 
 /* The entry point of SessionOptions.register_custom_ops_library. An onnxruntime older than
