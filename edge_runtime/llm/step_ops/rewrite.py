@@ -34,11 +34,9 @@ def _attrs(node: onnx.NodeProto) -> dict:
 
 
 class _Branch:
-    """A then-branch's nodes with who makes and who reads each value."""
+    """A then-branch's nodes with who reads each value."""
 
     def __init__(self, g: onnx.GraphProto) -> None:
-        self.g = g
-        self.made = {o: n for n in g.node for o in n.output if o}
         self.readers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
         for n in g.node:
             for i in n.input:
