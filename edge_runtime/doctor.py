@@ -28,6 +28,29 @@ def _check_models(cfg: Config) -> str:
     return f"{cfg.llm.model} pulled, verified and built"
 
 
+def _check_step_ops(cfg: Config) -> str:
+    """Whether the LLM's decode steps run edge-runtime's kernels (llm/step_ops): optional,
+    so every state is an ok line that names the fix."""
+    import json
+
+    from .llm.step_ops import find_library, library_path, variant_of
+    from .models.store import ModelStore
+    if not cfg.llm.step_ops:
+        return "off (llm.step_ops = false): decode steps on onnxruntime's kernels"
+    lib = find_library(cfg.paths.resolved_home())
+    if lib is None:
+        return (f"not built ({library_path(cfg.paths.resolved_home()).name}): decode steps "
+                "on onnxruntime's kernels; `edge-runtime models build` compiles them (needs cc)")
+    model_dir = ModelStore(cfg).llm_dir()
+    mcfg = json.loads((model_dir / "model_config.json").read_text())
+    if variant_of(model_dir, mcfg, lib) is None:
+        why = ("made for another build of the kernels: run `edge-runtime models build`"
+               if mcfg.get("step_ops") else "no decode-step graph (a model without fold_steps)")
+        return f"{lib.name} built; {cfg.llm.model}: {why}"
+    ops = ", ".join(f"{n} {op}" for op, n in sorted(mcfg["step_ops"].get("ops", {}).items()))
+    return f"{lib.name}; {cfg.llm.model} decodes on them ({ops})"
+
+
 def _check_port(cfg: Config) -> str:
     with socket.socket() as s:
         try:
@@ -83,8 +106,8 @@ def _check_gpu_daemon(cfg: Config) -> str:
 
 CHECKS: dict[str, Callable[[Config], str]] = {
     "python": _check_python, "onnxruntime": _check_onnxruntime, "models": _check_models,
-    "api port": _check_port, "redis": _check_redis, "cloud": _check_cloud,
-    "gpu": _check_gpu, "gpu daemon": _check_gpu_daemon,
+    "step ops": _check_step_ops, "api port": _check_port, "redis": _check_redis,
+    "cloud": _check_cloud, "gpu": _check_gpu, "gpu daemon": _check_gpu_daemon,
 }
 
 

@@ -257,3 +257,28 @@ def test_a_variant_that_does_not_load_falls_back_to_the_plain_graph(builds, tmp_
     assert [c[0] for c in f.calls] == ["model.step_ops.onnx", "model.onnx"]
     assert "step-ops graph did not load" in caplog.text
     assert eng.device == "cpu"
+
+
+# -- edge-runtime doctor -----------------------------------------------------------------
+
+def test_doctor_says_whether_decode_steps_run_on_the_kernels(tmp_path):
+    from edge_runtime.config import load_config
+    from edge_runtime.doctor import _check_step_ops
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.onnx").write_bytes(b"")
+    (model / "model.step_ops.onnx").write_bytes(b"")
+    cfg = load_config(env={}).with_overrides(paths={"home": str(tmp_path / "home")},
+                                              llm={"model_dir": str(model)})
+    assert _check_step_ops(cfg.with_overrides(llm={"step_ops": False})).startswith("off")
+    assert "not built" in _check_step_ops(cfg) and "models build" in _check_step_ops(cfg)
+    lib = ops_compile.library_path(tmp_path / "home")
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b"")
+    record = {"model_file": "model.step_ops.onnx", "ops": {"DecodeAttention": 2}}
+    for rec, says in ((None, "no decode-step graph"),
+                      ({**record, "library": "libedge_step_ops-old.so"}, "another build"),
+                      ({**record, "library": lib.name}, "decodes on them (2 DecodeAttention)")):
+        (model / "model_config.json").write_text(json.dumps({"step_ops": rec} if rec else {}))
+        assert says in _check_step_ops(cfg)
