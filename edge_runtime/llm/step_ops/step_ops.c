@@ -283,8 +283,10 @@ static OrtStatus *attention_compute(void *kernel, OrtKernelContext *ctx) {
     FAIL("DecodeAttention", "seqlens_k must be [batch] and position_ids [batch, 1]");
   if (nc != 2 || nsn != 2 || dc[1] != D / 2 || memcmp(dc, dsn, 2 * sizeof *dc))
     FAIL("DecodeAttention", "cos and sin caches must be [positions, head_dim / 2]");
+  int64_t longest = 0;   /* the longest sequence's new row: the chunks the buffer needs */
   for (int64_t b = 0; b < B; b++) {
     if (seqlens[b] < 0 || seqlens[b] >= M) FAIL("DecodeAttention", "seqlens_k points outside the KV cache");
+    longest = seqlens[b] > longest ? seqlens[b] : longest;
     if (pos[b] < 0 || pos[b] >= dc[0]) FAIL("DecodeAttention", "position outside the cos/sin cache");
   }
   int64_t blk = k->means_block, row = H * D + (blk ? H * D / blk : 0);
@@ -301,7 +303,7 @@ static OrtStatus *attention_compute(void *kernel, OrtKernelContext *ctx) {
   size_t cache_bytes = (size_t)(B * KV * M * D) * sizeof(float);
   if (ck != pk) memcpy(ck, pk, cache_bytes);   /* present not bound to past's buffer */
   if (cv != pv) memcpy(cv, pv, cache_bytes);
-  int64_t G = H / KV, max_chunks = (M + CHUNK - 1) / CHUNK;
+  int64_t G = H / KV, max_chunks = longest / CHUNK + 1;
   float *q = malloc(sizeof(float) * (size_t)(H * D + KV * max_chunks * G * (D + 2)));
   if (!q) return ort->CreateStatus(ORT_FAIL, "DecodeAttention: out of memory");
   OrtStatus *st = NULL;
